@@ -1,0 +1,129 @@
+"""Rollout-stage generation throughput vs a plain `model.generate` loop, measured in the same run.
+
+Both sides use the same materialized model, prompts, batch size, n and max_new_tokens, and both include model
+loading. The pipeline side is the real rollouts stage (Beam on FnApiRunner, RunInference, per-row seeded
+sampling, logprob accounting, Parquet writing). Runs alternate (baseline, pipeline, baseline, ...) and the best
+of each is compared, so a noisy neighbour hurts both sides alike. The last line is `ratio=<pipeline/raw>`.
+
+    python bench/sampling.py [--prompts 32] [--n 4] [--batch-size 8] [--max-new-tokens 64] [--repeats 2]
+"""
+
+import argparse
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+
+from rewardmill.pipelines.rollouts import RolloutsConfig, build
+from rewardmill.pipelines.stage import BeamConfig, run_pipeline
+from rewardmill.schemas import PROMPT_V1
+from rewardmill.transforms.io.parquet import read_rows, rows_to_table, write_table
+from rewardmill.transforms.sampling.policy import materialize, read_policy_info
+from rewardmill.transforms.sampling.transformers_backend import chat_texts, load_policy
+from rewardmill.transforms.sources.arithmetic import generate
+from rewardmill.transforms.sources.normalize import normalize
+
+
+def prompt_rows(count: int) -> list[dict]:
+    return [normalize(r, "bench", "math", 0.0) for r in generate(count, seed=0, levels=(1, 2, 3, 4))]
+
+
+def raw_loop(model_dir: str, prompts: list[dict], cfg: RolloutsConfig) -> tuple[int, float]:
+    """Plain transformers: load, then generate(do_sample=True, num_return_sequences=n) per batch."""
+    start = time.perf_counter()
+    policy = load_policy(model_dir)
+    tok, model = policy.tokenizer, policy.model
+    ordered = sorted(prompts, key=lambda p: (sum(len(m["content"]) for m in p["messages"]), p["prompt_id"]))
+    tokens = 0
+    torch.manual_seed(cfg.seed)
+    for i in range(0, len(ordered), cfg.batch_size):
+        batch = ordered[i : i + cfg.batch_size]
+        enc = tok(
+            chat_texts(tok, [p["messages"] for p in batch]),
+            return_tensors="pt",
+            padding=True,
+            add_special_tokens=False,
+        )
+        with torch.inference_mode():
+            out = model.generate(
+                **enc,
+                do_sample=True,
+                temperature=cfg.temperature,
+                top_p=cfg.top_p,
+                max_new_tokens=cfg.max_new_tokens,
+                num_return_sequences=cfg.n,
+                pad_token_id=tok.pad_token_id,
+                eos_token_id=policy.eos_token_ids,
+            )
+        generated = out[:, enc["input_ids"].shape[1] :]
+        for row in generated.tolist():  # tokens up to and including the first eos, as the pipeline counts
+            n = len(row)
+            for j, t in enumerate(row):
+                if t in policy.eos_token_ids:
+                    n = j + 1
+                    break
+            tokens += n
+    return tokens, time.perf_counter() - start
+
+
+def pipeline(model_dir: str, prompts_dir: Path, cfg: RolloutsConfig, total: int, work: Path) -> tuple[int, float]:
+    out = work / "rollouts"
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir()
+    policy = read_policy_info(model_dir)
+    start = time.perf_counter()
+    run_pipeline(lambda p: build(p, cfg, str(prompts_dir), model_dir, policy, total, str(out)), BeamConfig())
+    took = time.perf_counter() - start
+    return sum(r["n_tokens"] for r in read_rows(str(out))), took
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--model", help="an HF folder; default: materialize the built-in default model")
+    parser.add_argument("--prompts", type=int, default=32)
+    parser.add_argument("--n", type=int, default=4)
+    parser.add_argument("--batch-size", type=int, default=8)
+    parser.add_argument("--max-new-tokens", type=int, default=64)
+    parser.add_argument("--repeats", type=int, default=2)
+    args = parser.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="rewardmill-bench-"))
+    try:
+        model_dir = args.model
+        if model_dir is None:
+            model_dir = str(work / "policy")
+            materialize("builtin:smollm2-135m-instruct", model_dir, "SmolLM2-135M-Instruct")
+        prompts = prompt_rows(args.prompts)
+        prompts_dir = work / "prompts"
+        prompts_dir.mkdir()
+        write_table(rows_to_table(prompts, PROMPT_V1), str(prompts_dir / "part-00000-of-00001.parquet"))
+        cfg = RolloutsConfig(
+            n=args.n,
+            temperature=0.8,
+            top_p=0.95,
+            max_new_tokens=args.max_new_tokens,
+            seed=1,
+            batch_size=args.batch_size,
+        )
+        best_raw = best_pipe = 0.0
+        for r in range(args.repeats):
+            tokens, took = raw_loop(model_dir, prompts, cfg)
+            best_raw = max(best_raw, tokens / took)
+            print(f"repeat {r}: raw generate loop: {tokens} tokens in {took:.1f}s = {tokens / took:.1f} tok/s")
+            tokens, took = pipeline(model_dir, prompts_dir, cfg, len(prompts), work)
+            best_pipe = max(best_pipe, tokens / took)
+            print(f"repeat {r}: rollouts pipeline: {tokens} tokens in {took:.1f}s = {tokens / took:.1f} tok/s")
+            sys.stdout.flush()
+        print(
+            f"best: pipeline {best_pipe:.1f} tok/s, raw {best_raw:.1f} tok/s "
+            f"({args.prompts} prompts, n={args.n}, batch={args.batch_size}, max_new_tokens={args.max_new_tokens})"
+        )
+        print(f"ratio={best_pipe / best_raw:.3f}")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,42 @@
+"""`rewardmill` command line: run any stage outside DVC, or list them.
+
+rewardmill run prompts
+rewardmill run label math_answer --rollouts data/rollouts --out /tmp/labels
+rewardmill stages
+"""
+
+import argparse
+import importlib
+import sys
+
+STAGES = {
+    "model": "rewardmill.pipelines.model",
+    "prompts": "rewardmill.pipelines.prompts",
+    "rollouts": "rewardmill.pipelines.rollouts",
+    "label": "rewardmill.pipelines.label",
+    "assemble": "rewardmill.pipelines.assemble",
+    "validate": "rewardmill.pipelines.validate",
+    "export": "rewardmill.pipelines.export",
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = argparse.ArgumentParser(prog="rewardmill", description="Preference and process-reward dataset pipelines.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    run = sub.add_parser("run", help="run one stage (the same code `dvc repro` runs); args go to the stage")
+    run.add_argument("stage", choices=sorted(STAGES))
+    run.add_argument("args", nargs=argparse.REMAINDER)
+    sub.add_parser("stages", help="list the stages")
+    args = parser.parse_args(argv)
+    if args.command == "stages":
+        for name, module in STAGES.items():
+            doc = (importlib.import_module(module).__doc__ or "").strip().splitlines()[0]
+            print(f"{name:10s} {doc}")
+        return 0
+    importlib.import_module(STAGES[args.stage]).main(args.args)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

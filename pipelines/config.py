@@ -1,0 +1,132 @@
+"""Load one params.yaml section into a frozen dataclass that rejects unknown keys.
+
+Every stage reads exactly its own section (plus the shared `beam` runner section), so `dvc exp run -S` on one
+stage's params reruns only that stage, and a typo fails loudly instead of silently using a default.
+"""
+
+import dataclasses
+import hashlib
+import json
+import os
+import types
+import typing
+from pathlib import Path
+from typing import Any, TypeVar
+
+import yaml
+
+T = TypeVar("T")
+
+PARAMS_FILE_ENV = "REWARDMILL_PARAMS"
+
+
+class ConfigError(ValueError):
+    """A params section does not match its dataclass: the message names the section, key and reason."""
+
+
+def params_path() -> Path:
+    return Path(os.environ.get(PARAMS_FILE_ENV, "params.yaml"))
+
+
+def read_params(path: Path | None = None) -> dict[str, Any]:
+    path = path or params_path()
+    if not path.exists():
+        raise ConfigError(f"{path}: params file not found (run from the project root or set {PARAMS_FILE_ENV})")
+    with path.open() as fh:
+        data = yaml.safe_load(fh) or {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: expected a mapping of sections at the top level")
+    return data
+
+
+def load_section(cls: type[T], section: str, path: Path | None = None, *, key: str | None = None) -> T:
+    """Read `section` (or `section.key` for foreach stages) from params.yaml into `cls`."""
+    params = read_params(path)
+    if section not in params:
+        raise ConfigError(f"params.yaml: section '{section}' is missing")
+    raw = params[section]
+    where = section
+    if key is not None:
+        if not isinstance(raw, dict) or key not in raw:
+            raise ConfigError(f"params.yaml: '{section}.{key}' is missing")
+        raw, where = raw[key], f"{section}.{key}"
+    return from_dict(cls, raw if raw is not None else {}, where)
+
+
+def from_dict(cls: type[T], raw: Any, where: str) -> T:
+    """Build a (possibly nested) frozen dataclass from plain YAML values, checking keys and basic types."""
+    if not isinstance(raw, dict):
+        raise ConfigError(f"params.yaml: '{where}' must be a mapping, got {type(raw).__name__}")
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    unknown = sorted(set(raw) - set(fields))
+    if unknown:
+        raise ConfigError(f"params.yaml: unknown key(s) {unknown} in '{where}'; allowed: {sorted(fields)}")
+    hints = typing.get_type_hints(cls)
+    values = {}
+    for name, value in raw.items():
+        values[name] = _coerce(hints[name], value, f"{where}.{name}")
+    try:
+        return cls(**values)
+    except TypeError as exc:  # a required key is missing
+        raise ConfigError(f"params.yaml: '{where}': {exc}") from exc
+    except ValueError as exc:  # __post_init__ validation
+        raise ConfigError(f"params.yaml: '{where}': {exc}") from exc
+
+
+def _coerce(hint: Any, value: Any, where: str) -> Any:
+    origin = typing.get_origin(hint)
+    args = typing.get_args(hint)
+    if origin in (typing.Union, types.UnionType):
+        if value is None and type(None) in args:
+            return None
+        options = [a for a in args if a is not type(None)]
+        errors = []
+        for option in options:
+            try:
+                return _coerce(option, value, where)
+            except ConfigError as exc:
+                errors.append(str(exc))
+        raise ConfigError(errors[0] if len(errors) == 1 else f"params.yaml: '{where}': no type matched: {errors}")
+    if dataclasses.is_dataclass(hint):
+        return from_dict(hint, value, where)
+    if origin in (tuple, list):
+        if not isinstance(value, list | tuple):
+            raise ConfigError(f"params.yaml: '{where}' must be a list, got {type(value).__name__}")
+        inner = args[0] if args else Any
+        return tuple(_coerce(inner, v, f"{where}[{i}]") for i, v in enumerate(value))
+    if origin is dict or hint is dict:
+        if not isinstance(value, dict):
+            raise ConfigError(f"params.yaml: '{where}' must be a mapping, got {type(value).__name__}")
+        return dict(value)  # plain dict: Beam pickles configs to workers, mappingproxy does not pickle
+    if hint is Any:
+        return value
+    if hint is float and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    if hint in (int, float, str, bool):
+        if not isinstance(value, hint) or (hint is int and isinstance(value, bool)):
+            raise ConfigError(f"params.yaml: '{where}' must be {hint.__name__}, got {value!r}")
+        return value
+    if origin is typing.Literal:
+        if value not in args:
+            raise ConfigError(f"params.yaml: '{where}' must be one of {list(args)}, got {value!r}")
+        return value
+    return value
+
+
+def to_plain(obj: Any) -> Any:
+    """Dataclass / mapping proxy / tuple -> JSON-able plain values (for hashing and manifests)."""
+    if dataclasses.is_dataclass(obj):
+        return {f.name: to_plain(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    if isinstance(obj, dict | types.MappingProxyType):
+        return {str(k): to_plain(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [to_plain(v) for v in obj]
+    return obj
+
+
+def canonical_json(obj: Any) -> str:
+    return json.dumps(to_plain(obj), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def params_hash(obj: Any) -> str:
+    return hashlib.sha256(canonical_json(obj).encode()).hexdigest()

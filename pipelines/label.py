@@ -1,0 +1,78 @@
+"""Stage `label@NAME`: run one labeler from params `labelers.NAME` over every rollout (data/labels/NAME/)."""
+
+import argparse
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import apache_beam as beam
+
+from rewardmill.pipelines.config import from_dict, load_section
+from rewardmill.pipelines.stage import (
+    StageTimer,
+    atomic_output,
+    load_beam_config,
+    run_pipeline,
+    setup_logging,
+    write_manifest,
+    write_rejects,
+)
+from rewardmill.schemas import LABEL_V1, ROLLOUT_V1
+from rewardmill.transforms.io.parquet import ReadStageOutput, WriteSortedParquet
+from rewardmill.transforms.labelers import get_labeler_class
+from rewardmill.transforms.labelers.beam import REJECTED, LabelRollouts
+
+
+@dataclass(frozen=True)
+class LabelerParams:
+    """params `labelers.<NAME>`."""
+
+    labeler: str  # registry key (transforms/labelers/__init__.py or the rewardmill.labelers entry points)
+    config: dict = field(default_factory=dict)  # the labeler's own settings, checked against its Config
+    num_shards: int = 1
+
+
+def resolve(name: str, params: LabelerParams):
+    cls = get_labeler_class(params.labeler)
+    config = from_dict(cls.Config, params.config, f"labelers.{name}.config")
+    return cls, config
+
+
+def build(p, name: str, params: LabelerParams, rollouts_dir: str, out_dir: str) -> None:
+    cls, config = resolve(name, params)
+    labeled = (
+        p
+        | "Read rollouts" >> ReadStageOutput(rollouts_dir, ROLLOUT_V1)
+        | f"Label {name}" >> beam.ParDo(LabelRollouts(cls, config, name)).with_outputs(REJECTED, main="labels")
+    )
+    _ = labeled.labels | "Write labels" >> WriteSortedParquet(
+        out_dir, LABEL_V1, sort_key=lambda r: f"{r['rollout_id']}\x00{r['aspect']}", num_shards=params.num_shards
+    )
+    write_rejects(labeled[REJECTED], Path(out_dir))
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("name", help="the key under `labelers:` in params.yaml")
+    parser.add_argument("--rollouts", default="data/rollouts")
+    parser.add_argument("--out", default=None, help="default: data/labels/NAME")
+    args = parser.parse_args(argv)
+    setup_logging()
+    params = load_section(LabelerParams, "labelers", key=args.name)
+    cls, _ = resolve(args.name, params)  # fail on a bad labeler config before any work
+    out = args.out or f"data/labels/{args.name}"
+    timer = StageTimer(f"label@{args.name}")
+    with atomic_output(out) as tmp:
+        run_pipeline(lambda p: build(p, args.name, params, args.rollouts, str(tmp)), load_beam_config())
+        manifest = write_manifest(
+            tmp,
+            stage=f"label@{args.name}",
+            schema=LABEL_V1,
+            config=params,
+            inputs={"rollouts": args.rollouts},
+            extra={"labeler": params.labeler, "labeler_version": cls.version},
+        )
+    timer.done(manifest)
+
+
+if __name__ == "__main__":
+    main()

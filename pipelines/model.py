@@ -1,0 +1,50 @@
+"""Stage `model`: materialize the policy as a plain HF safetensors folder + fingerprint (models/policy/)."""
+
+import argparse
+from dataclasses import dataclass
+
+import apache_beam as beam
+
+from rewardmill.pipelines.config import load_section
+from rewardmill.pipelines.stage import StageTimer, atomic_output, load_beam_config, run_pipeline, setup_logging
+from rewardmill.transforms.sampling.policy import materialize
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """params `model`."""
+
+    source: str = "builtin:smollm2-135m-instruct"  # builtin:<key>, a .gguf file, an HF folder, or a hub id
+    name: str = "SmolLM2-135M-Instruct"  # recorded in every rollout's `policy.name`
+    dtype: str = "float32"  # float32 keeps CPU sampling deterministic; bfloat16 halves memory on GPU
+
+
+class _Materialize(beam.DoFn):
+    def __init__(self, cfg: ModelConfig, out_dir: str):
+        self.cfg = cfg
+        self.out_dir = out_dir
+
+    def process(self, source: str):
+        info = materialize(source, self.out_dir, self.cfg.name, self.cfg.dtype)
+        yield info.fingerprint
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--out", default="models/policy")
+    args = parser.parse_args(argv)
+    setup_logging()
+    cfg = load_section(ModelConfig, "model")
+    timer = StageTimer("model")
+    with atomic_output(args.out) as tmp:
+        run_pipeline(
+            lambda p: (
+                p | "Source" >> beam.Create([cfg.source]) | "Materialize" >> beam.ParDo(_Materialize(cfg, str(tmp)))
+            ),
+            load_beam_config(),
+        )
+    timer.done({"rows": 1})
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,134 @@
+"""Stage `prompts`: ingest the sources in params, normalize, dedup by prompt_id, split by hash (data/prompts/)."""
+
+import argparse
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import apache_beam as beam
+
+from rewardmill.pipelines.config import ConfigError, load_section
+from rewardmill.pipelines.stage import (
+    StageTimer,
+    atomic_output,
+    load_beam_config,
+    reject,
+    run_pipeline,
+    setup_logging,
+    write_manifest,
+    write_rejects,
+)
+from rewardmill.schemas import PROMPT_V1
+from rewardmill.transforms.io.parquet import WriteSortedParquet
+from rewardmill.transforms.sources.normalize import RecordError, normalize
+from rewardmill.transforms.sources.registry import default_task, parse_source
+
+STAGE = "prompts"
+REJECTED = "rejected"
+
+
+@dataclass(frozen=True)
+class PromptsConfig:
+    """params `prompts`."""
+
+    sources: tuple[dict, ...]  # each {name, kind: arithmetic|file|hf, ...kind options}
+    test_fraction: float = 0.1  # share of prompt hashes that go to the test split
+    num_shards: int = 1
+
+    def __post_init__(self):
+        if not self.sources:
+            raise ValueError("at least one source is needed")
+        if not 0.0 <= self.test_fraction < 1.0:
+            raise ValueError("test_fraction must be in [0, 1)")
+
+    def parsed_sources(self):
+        parsed = [parse_source(raw, f"prompts.sources[{i}]") for i, raw in enumerate(self.sources)]
+        names = [s.name for s in parsed]
+        if len(set(names)) != len(names):
+            raise ConfigError(f"params.yaml: prompts.sources names must be unique, got {names}")
+        return parsed
+
+
+class ReadSource(beam.DoFn):
+    """source config -> (source, row_id, record | RecordError)."""
+
+    def process(self, source):
+        for row_id, record in source.records():
+            yield source.name, default_task(source), row_id, record
+
+
+class Normalize(beam.DoFn):
+    """Main output: PROMPT_V1 rows; tagged `rejected`: REJECT_V1 rows with the reason."""
+
+    def __init__(self, test_fraction: float):
+        self.test_fraction = test_fraction
+
+    def process(self, element) -> Iterable[Any]:  # Any: Beam cannot infer KV through TaggedOutput
+        source, task, row_id, record = element
+        if isinstance(record, RecordError):
+            beam.metrics.Metrics.counter(STAGE, f"rejected_{record.reason}").inc()
+            yield beam.pvalue.TaggedOutput(REJECTED, reject(STAGE, row_id, record.reason, record.detail))
+            return
+        try:
+            row = normalize(record, source, task, self.test_fraction)
+        except RecordError as exc:
+            beam.metrics.Metrics.counter(STAGE, f"rejected_{exc.reason}").inc()
+            yield beam.pvalue.TaggedOutput(REJECTED, reject(STAGE, row_id, exc.reason, exc.detail, record))
+            return
+        yield row["prompt_id"], (row_id, row)
+
+
+class Dedup(beam.DoFn):
+    """Keep the first occurrence (by row id) of each prompt_id; the others are rejected as duplicates."""
+
+    def process(self, element):
+        pid, items = element
+        items = sorted(items, key=lambda item: item[0])
+        yield items[0][1]
+        for row_id, row in items[1:]:
+            yield beam.pvalue.TaggedOutput(
+                REJECTED, reject(STAGE, row_id, "duplicate_prompt", f"same prompt_id as {items[0][0]}", row)
+            )
+
+
+def build(p, cfg: PromptsConfig, out_dir: str) -> None:
+    from pathlib import Path
+
+    normalized = (
+        p
+        | "Sources" >> beam.Create(cfg.parsed_sources())
+        | "Read sources" >> beam.ParDo(ReadSource())
+        | "Normalize" >> beam.ParDo(Normalize(cfg.test_fraction)).with_outputs(REJECTED, main="rows")
+    )
+    deduped = (
+        normalized.rows
+        | "Group by prompt_id" >> beam.GroupByKey()
+        | "Dedup" >> beam.ParDo(Dedup()).with_outputs(REJECTED, main="rows")
+    )
+    _ = deduped.rows | "Write prompts" >> WriteSortedParquet(
+        out_dir, PROMPT_V1, sort_key=_prompt_key, num_shards=cfg.num_shards
+    )
+    rejects = (normalized[REJECTED], deduped[REJECTED]) | "All rejects" >> beam.Flatten()
+    write_rejects(rejects, Path(out_dir))
+
+
+def _prompt_key(row: dict[str, Any]) -> str:
+    return row["prompt_id"]
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--out", default="data/prompts")
+    args = parser.parse_args(argv)
+    setup_logging()
+    cfg = load_section(PromptsConfig, "prompts")
+    cfg.parsed_sources()  # fail on a bad source before any work
+    timer = StageTimer(STAGE)
+    with atomic_output(args.out) as tmp:
+        run_pipeline(lambda p: build(p, cfg, str(tmp)), load_beam_config())
+        manifest = write_manifest(tmp, stage=STAGE, schema=PROMPT_V1, config=cfg)
+    timer.done(manifest)
+
+
+if __name__ == "__main__":
+    main()

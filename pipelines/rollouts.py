@@ -1,0 +1,123 @@
+"""Stage `rollouts`: n on-policy samples per prompt with tokens, logprobs and finish reason (data/rollouts/)."""
+
+import argparse
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import apache_beam as beam
+from apache_beam.ml.inference.base import RunInference
+
+from rewardmill.pipelines.config import load_section
+from rewardmill.pipelines.stage import (
+    StageTimer,
+    atomic_output,
+    load_beam_config,
+    read_manifest,
+    run_pipeline,
+    setup_logging,
+    write_manifest,
+    write_rejects,
+)
+from rewardmill.schemas import PROMPT_V1, ROLLOUT_V1
+from rewardmill.transforms.io.parquet import ReadStageOutput, WriteSortedParquet
+from rewardmill.transforms.sampling.params import SamplingParams
+from rewardmill.transforms.sampling.policy import PolicyInfo, read_policy_info
+from rewardmill.transforms.sampling.rows import FormBatches, ToRolloutRows
+
+STAGE = "rollouts"
+BACKENDS = ("transformers", "vllm")
+
+
+@dataclass(frozen=True)
+class RolloutsConfig:
+    """params `rollouts`."""
+
+    backend: str = "transformers"  # transformers (CPU/GPU) | vllm (GPU)
+    n: int = 4
+    temperature: float = 0.8
+    top_p: float = 1.0
+    top_k: int = 0
+    max_new_tokens: int = 256
+    seed: int = 0
+    batch_size: int = 8  # prompts per generate call
+    num_shards: int = 1
+    device: str = "cpu"  # transformers backend: cpu | cuda
+    vllm: dict = field(default_factory=dict)  # extra vllm.LLM kwargs
+
+    def __post_init__(self):
+        if self.backend not in BACKENDS:
+            raise ValueError(f"backend must be one of {BACKENDS}, got {self.backend!r}")
+        if self.batch_size < 1:
+            raise ValueError("batch_size must be >= 1")
+        self.sampling()  # validates the sampling fields
+
+    def sampling(self) -> SamplingParams:
+        return SamplingParams(self.n, self.temperature, self.top_p, self.top_k, self.max_new_tokens, self.seed)
+
+
+def model_handler(cfg: RolloutsConfig, model_dir: str, total_prompts: int):
+    if cfg.backend == "vllm":
+        from rewardmill.transforms.sampling.vllm_backend import VLLMPolicyHandler
+
+        return VLLMPolicyHandler(model_dir, cfg.sampling(), dict(cfg.vllm), total_prompts)
+    from rewardmill.transforms.sampling.transformers_backend import TransformersPolicyHandler
+
+    return TransformersPolicyHandler(model_dir, cfg.sampling(), cfg.device, total_prompts)
+
+
+def build(p, cfg: RolloutsConfig, prompts_dir: str, model_dir: str, policy: PolicyInfo, total: int, out_dir: str):
+    from pathlib import Path
+
+    groups = max(1, math.ceil(total / (cfg.batch_size * 4)))  # parallelism for runners with many workers
+    generated, failures = (
+        p
+        | "Read prompts" >> ReadStageOutput(prompts_dir, PROMPT_V1)
+        | "Form batches" >> FormBatches(cfg.batch_size, groups)
+        | "Generate" >> RunInference(model_handler(cfg, model_dir, total)).with_exception_handling()
+    )
+    rows = generated | "To rollout rows" >> beam.ParDo(ToRolloutRows(policy, cfg.backend, cfg.sampling()))
+    _ = rows | "Write rollouts" >> WriteSortedParquet(out_dir, ROLLOUT_V1, _rollout_key, cfg.num_shards)
+    failed = failures.failed_inferences | "Failed batches" >> beam.FlatMap(_failed_batch_rejects)
+    write_rejects(failed, Path(out_dir))
+
+
+def _rollout_key(row: dict[str, Any]) -> str:
+    return f"{row['prompt_id']}\x00{row['sample_index']:06d}"
+
+
+def _failed_batch_rejects(failure):
+    from rewardmill.pipelines.stage import reject
+
+    batch, exc = failure[0], failure[1]
+    for prompts in batch:
+        for prompt in prompts:
+            yield reject(STAGE, prompt["prompt_id"], "generation_error", f"{type(exc).__name__}: {exc}")
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--prompts", default="data/prompts")
+    parser.add_argument("--model", default="models/policy")
+    parser.add_argument("--out", default="data/rollouts")
+    args = parser.parse_args(argv)
+    setup_logging()
+    cfg = load_section(RolloutsConfig, STAGE)
+    policy = read_policy_info(args.model)
+    total = read_manifest(args.prompts)["rows"]
+    timer = StageTimer(STAGE)
+    with atomic_output(args.out) as tmp:
+        run_pipeline(lambda p: build(p, cfg, args.prompts, args.model, policy, total, str(tmp)), load_beam_config())
+        manifest = write_manifest(
+            tmp,
+            stage=STAGE,
+            schema=ROLLOUT_V1,
+            config=cfg,
+            inputs={"prompts": args.prompts},
+            extra={"policy": policy.__dict__, "prompts": total},
+        )
+    timer.done(manifest)
+
+
+if __name__ == "__main__":
+    main()

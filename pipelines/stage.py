@@ -1,0 +1,191 @@
+"""What every stage driver shares: runner options, an atomic output folder, rejects, and the manifest.
+
+A stage writes into `<out>.tmp-<pid>/`, writes `_manifest.json` last, then renames the folder into place, so a
+crash never leaves a half dataset that DVC would cache. Manifests hold no timestamps: reruns give equal bytes.
+"""
+
+import contextlib
+import dataclasses
+import hashlib
+import json
+import logging
+import os
+import shutil
+import time
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import apache_beam as beam
+import pyarrow.parquet as pq
+from apache_beam.options.pipeline_options import PipelineOptions
+
+from rewardmill.pipelines.config import canonical_json, load_section, params_hash
+from rewardmill.schemas import REJECT_V1
+from rewardmill.schemas.common import schema_id
+from rewardmill.transforms.io.parquet import WriteSortedParquet
+
+log = logging.getLogger("rewardmill")
+
+REJECTS_DIR = "_rejects"
+MANIFEST = "_manifest.json"
+
+
+@dataclass(frozen=True)
+class BeamConfig:
+    """params `beam`: which Beam runner executes every stage."""
+
+    runner: str = "FnApiRunner"  # in-process; DirectRunner would first try to download Prism
+    direct_num_workers: int = 1  # FnApiRunner parallelism; >1 uses multi-process workers
+    options: tuple[str, ...] = ()  # extra pipeline flags for other runners, e.g. ["--dask_gateway=..."]
+
+
+def load_beam_config() -> BeamConfig:
+    return load_section(BeamConfig, "beam")
+
+
+def pipeline_options(cfg: BeamConfig) -> PipelineOptions:
+    flags = [f"--runner={cfg.runner}", *cfg.options]
+    if cfg.runner in ("FnApiRunner", "DirectRunner"):
+        flags.append(f"--direct_num_workers={cfg.direct_num_workers}")
+        if cfg.direct_num_workers > 1:
+            flags.append("--direct_running_mode=multi_processing")
+    return PipelineOptions(flags)
+
+
+def setup_logging() -> None:
+    # Imports (Beam, absl) may have configured the root logger already; give ours its own handler.
+    if not log.handlers:
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
+        log.addHandler(handler)
+        log.setLevel(logging.INFO)
+        log.propagate = False
+    # Beam's runner logs each bundle at INFO; keep the stage's own progress readable.
+    for noisy in ("apache_beam", "absl", "httpx", "datasets", "urllib3"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+
+
+@contextlib.contextmanager
+def atomic_output(out: str | Path) -> Iterator[Path]:
+    """Yield a temp folder beside `out`; on success it replaces `out` whole, on failure it is removed."""
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(f"{out.name}.tmp-{os.getpid()}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir()
+    try:
+        yield tmp
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    old = out.with_name(f"{out.name}.old-{os.getpid()}")
+    if out.exists():
+        out.rename(old)
+    tmp.rename(out)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def write_rejects(rejects, directory: Path) -> None:
+    """Write a PCollection of REJECT_V1 rows to `directory/_rejects/` (always, even when empty)."""
+    _ = rejects | "Write rejects" >> WriteSortedParquet(
+        str(directory / REJECTS_DIR), REJECT_V1, sort_key=lambda r: f"{r['row_id']}\x00{r['reason']}\x00{r['stage']}"
+    )
+
+
+def reject(stage: str, row_id: str | None, reason: str, detail: str = "", payload: Any = None) -> dict[str, Any]:
+    return {
+        "stage": stage,
+        "row_id": row_id,
+        "reason": reason,
+        "detail": detail,
+        "payload": None if payload is None else json.dumps(payload, sort_keys=True, default=str, ensure_ascii=False),
+    }
+
+
+def count_rows(directory: Path) -> int:
+    return sum(pq.ParquetFile(p).metadata.num_rows for p in sorted(directory.glob("*.parquet")))
+
+
+def count_rejects(directory: Path) -> dict[str, int]:
+    reasons: Counter[str] = Counter()
+    for path in sorted((directory / REJECTS_DIR).glob("*.parquet")):
+        reasons.update(pq.read_table(path, columns=["reason"]).column("reason").to_pylist())
+    return dict(sorted(reasons.items()))
+
+
+def digest_path(path: str | Path) -> str:
+    """sha256 over a file or every file in a folder (relative names + bytes), in sorted order."""
+    path = Path(path)
+    h = hashlib.sha256()
+    files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
+    for f in files:
+        h.update(str(f.relative_to(path) if path.is_dir() else f.name).encode() + b"\0")
+        with f.open("rb") as fh:
+            for chunk in iter(lambda: fh.read(1 << 20), b""):
+                h.update(chunk)
+    return h.hexdigest()
+
+
+def write_manifest(
+    directory: Path,
+    *,
+    stage: str,
+    schema,
+    config: Any,
+    inputs: dict[str, str | Path] | None = None,
+    extra: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Row counts, rejects by reason, schema version, params hash and input digests; deterministic JSON."""
+    manifest = {
+        "stage": stage,
+        "schema": schema_id(schema) if schema is not None else None,
+        "rows": count_rows(directory),
+        "rejects": count_rejects(directory),
+        "params_hash": params_hash(config),
+        "params": json.loads(canonical_json(config)),
+        "inputs": {name: digest_path(p) for name, p in sorted((inputs or {}).items())},
+        **(extra or {}),
+    }
+    (directory / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+    return manifest
+
+
+def read_manifest(directory: str | Path) -> dict[str, Any]:
+    path = Path(directory) / MANIFEST
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: missing; the upstream stage did not finish (run `dvc repro`)")
+    return json.loads(path.read_text())
+
+
+class StageTimer:
+    """Logs the stage's start and a one-line summary at the end (timings go to logs, never to outputs)."""
+
+    def __init__(self, stage: str):
+        self.stage = stage
+        self.start = time.monotonic()
+        log.info("%s: starting", stage)
+
+    def done(self, manifest: dict[str, Any]) -> None:
+        took = time.monotonic() - self.start
+        rejects = sum(manifest.get("rejects", {}).values())
+        log.info(
+            "%s: done in %.1fs: %d rows, %d rejects %s",
+            self.stage,
+            took,
+            manifest["rows"],
+            rejects,
+            manifest.get("rejects") or "",
+        )
+
+
+def run_pipeline(build, cfg: BeamConfig) -> None:
+    """Build and run one Beam pipeline; `build(p)` attaches the transforms."""
+    with beam.Pipeline(options=pipeline_options(cfg)) as p:
+        build(p)
+
+
+def asdict(obj: Any) -> dict[str, Any]:
+    return dataclasses.asdict(obj)

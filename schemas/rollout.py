@@ -1,0 +1,34 @@
+"""rollout: one sampled completion of the policy for one prompt (data/rollouts/).
+
+Prompt fields are carried along so labelers read one table and need no join.
+"""
+
+import pyarrow as pa
+
+from rewardmill.schemas.common import MESSAGES, versioned
+
+POLICY = pa.struct(
+    [pa.field("name", pa.string()), pa.field("fingerprint", pa.string()), pa.field("backend", pa.string())]
+)
+
+ROLLOUT_V1 = versioned(
+    "rollout",
+    1,
+    [
+        pa.field("rollout_id", pa.string(), nullable=False),  # hash(prompt, fingerprint, sampling, index, seed)
+        pa.field("prompt_id", pa.string(), nullable=False),
+        pa.field("task", pa.string(), nullable=False),
+        pa.field("messages", MESSAGES, nullable=False),
+        pa.field("reference", pa.string()),
+        pa.field("tests", pa.string()),
+        pa.field("split", pa.string(), nullable=False),
+        pa.field("sample_index", pa.int32(), nullable=False),
+        pa.field("completion", pa.string(), nullable=False),
+        pa.field("n_tokens", pa.int32(), nullable=False),
+        pa.field("finish_reason", pa.string(), nullable=False),  # stop | length
+        pa.field("logprob_sum", pa.float64()),  # sum of token logprobs under the raw (untempered) policy
+        pa.field("policy", POLICY, nullable=False),
+        pa.field("sampling", pa.string(), nullable=False),  # sampling params, canonical JSON
+        pa.field("seed", pa.int64(), nullable=False),  # the per-rollout seed actually used
+    ],
+)

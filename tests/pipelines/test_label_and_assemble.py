@@ -1,0 +1,90 @@
+"""label@NAME and assemble drivers on hand-made rollouts (no model needed)."""
+
+import json
+
+import pytest
+
+from rewardmill.pipelines import assemble, label
+from rewardmill.pipelines.config import ConfigError
+from rewardmill.pipelines.stage import count_rejects
+from rewardmill.schemas import ROLLOUT_V1
+from rewardmill.transforms.io.parquet import read_rows, rows_to_table, write_table
+from tests.conftest import tiny_params
+
+MSG = [{"role": "user", "content": "What is 2 + 2?"}]
+
+
+def rollout(prompt_id: str, index: int, completion: str, reference: str | None = "4", finish: str = "stop") -> dict:
+    return {
+        "rollout_id": f"{prompt_id}-r{index}",
+        "prompt_id": prompt_id,
+        "task": "math",
+        "messages": MSG,
+        "reference": reference,
+        "tests": None,
+        "split": "train",
+        "sample_index": index,
+        "completion": completion,
+        "n_tokens": len(completion),
+        "finish_reason": finish,
+        "logprob_sum": -1.0,
+        "policy": {"name": "m", "fingerprint": "f", "backend": "transformers"},
+        "sampling": "{}",
+        "seed": index,
+    }
+
+
+ROLLOUTS = [
+    rollout("p1", 0, "\\boxed{4}"),
+    rollout("p1", 1, "\\boxed{5}"),
+    rollout("p1", 2, "\\boxed{4} again"),  # pair
+    rollout("p2", 0, "\\boxed{3}"),
+    rollout("p2", 1, "\\boxed{5}"),  # tie (both wrong)
+    rollout("p3", 0, "\\boxed{4}", reference=None),
+    rollout("p3", 1, "\\boxed{4}", reference=None),  # unscorable
+]
+
+
+@pytest.fixture
+def rollouts_dir(tmp_path):
+    out = tmp_path / "data/rollouts"
+    out.mkdir(parents=True)
+    write_table(rows_to_table(ROLLOUTS, ROLLOUT_V1), str(out / "part-00000-of-00001.parquet"))
+    return out
+
+
+def test_label_then_assemble(tmp_path, params_file, rollouts_dir):
+    params_file(tiny_params())
+    labels_dir = tmp_path / "data/labels"
+    label.main(["math_answer", "--rollouts", str(rollouts_dir), "--out", str(labels_dir / "math_answer")])
+    labels = {r["rollout_id"]: r for r in read_rows(str(labels_dir / "math_answer"))}
+    assert len(labels) == len(ROLLOUTS)
+    assert labels["p1-r0"]["verdict"] == "correct" and labels["p1-r1"]["verdict"] == "incorrect"
+    assert labels["p3-r0"]["verdict"] == "abstain" and labels["p3-r0"]["score"] is None
+    manifest = json.loads((labels_dir / "math_answer/_manifest.json").read_text())
+    assert manifest["labeler_version"] == "1" and manifest["rows"] == len(ROLLOUTS)
+
+    out = tmp_path / "data/datasets"
+    assemble.main(["--rollouts", str(rollouts_dir), "--labels", str(labels_dir), "--out", str(out)])
+    pairs = read_rows(str(out / "pairs"))
+    assert [(p["prompt_id"], p["chosen_rollout_id"], p["rejected_rollout_id"]) for p in pairs] == [
+        ("p1", "p1-r0", "p1-r1")  # tie between r0 and r2 at the top broken by the lower rollout_id
+    ]
+    assert pairs[0]["label_sources"] == ["math_answer@1"] and pairs[0]["margin"] == 1.0
+    assert count_rejects(out / "pairs") == {"missing_score": 2, "tie": 1, "too_few_scored": 1}
+    assert json.loads((out / "pairs/_manifest.json").read_text())["rows"] == 1
+
+
+def test_unknown_labeler_config_key_fails_before_work(tmp_path, params_file, rollouts_dir):
+    params = tiny_params()
+    params["labelers"]["math_answer"]["config"]["timeout"] = 3  # typo of timeout_seconds
+    params_file(params)
+    with pytest.raises(ConfigError, match="timeout"):
+        label.main(["math_answer", "--rollouts", str(rollouts_dir), "--out", str(tmp_path / "l")])
+    assert not (tmp_path / "l").exists()
+
+
+def test_unknown_labeler_name(tmp_path, params_file, rollouts_dir):
+    params_file(tiny_params())
+    with pytest.raises(ConfigError, match="labelers.nope"):
+        label.main(["nope", "--rollouts", str(rollouts_dir), "--out", str(tmp_path / "l")])

@@ -1,0 +1,54 @@
+import pickle
+
+import apache_beam as beam
+from apache_beam.options.pipeline_options import PipelineOptions
+from apache_beam.testing.test_pipeline import TestPipeline
+from apache_beam.testing.util import assert_that, equal_to
+
+from rewardmill.transforms.labelers.beam import REJECTED, LabelRollouts
+from rewardmill.transforms.labelers.math_answer import MathAnswerConfig, MathAnswerVerifier
+
+ROWS = [
+    {"rollout_id": "r1", "prompt_id": "p", "completion": "\\boxed{4}", "reference": "4"},
+    {"rollout_id": "r2", "prompt_id": "p", "completion": "\\boxed{5}", "reference": "4"},
+    {"rollout_id": "r3", "prompt_id": "p", "completion": "\\boxed{5}", "reference": None},
+    {"rollout_id": "r4", "prompt_id": "p", "completion": "no reference column"},
+]
+
+
+class Exploding(MathAnswerVerifier):
+    def label(self, completion, reference):
+        raise RuntimeError("boom")
+
+
+def test_main_and_dead_letter_outputs():
+    with TestPipeline(options=PipelineOptions(["--runner=FnApiRunner"])) as p:
+        out = (
+            p
+            | beam.Create(ROWS)
+            | beam.ParDo(LabelRollouts(MathAnswerVerifier, MathAnswerConfig(), "math")).with_outputs(
+                REJECTED, main="labels"
+            )
+        )
+        verdicts = out.labels | "verdicts" >> beam.Map(lambda r: (r["rollout_id"], r["verdict"], r["labeler"]))
+        assert_that(
+            verdicts,
+            equal_to([("r1", "correct", "math"), ("r2", "incorrect", "math"), ("r3", "abstain", "math")]),
+            label="labels",
+        )
+        reasons = out[REJECTED] | "reasons" >> beam.Map(lambda r: (r["row_id"], r["reason"]))
+        assert_that(reasons, equal_to([("r4", "missing_column")]), label="rejects")
+
+
+def test_a_raising_labeler_gives_error_labels_not_a_failed_stage():
+    with TestPipeline(options=PipelineOptions(["--runner=FnApiRunner"])) as p:
+        out = p | beam.Create(ROWS[:2]) | beam.ParDo(LabelRollouts(Exploding, MathAnswerConfig(), "math"))
+        assert_that(
+            out | beam.Map(lambda r: (r["verdict"], r["score"], "boom" in r["rationale"])),
+            equal_to([("error", None, True)] * 2),
+        )
+
+
+def test_dofn_pickles():
+    dofn = pickle.loads(pickle.dumps(LabelRollouts(MathAnswerVerifier, MathAnswerConfig(timeout_seconds=3), "m")))
+    assert dofn.config.timeout_seconds == 3 and dofn.key == "m"

@@ -1,0 +1,186 @@
+"""Lay out one dataset config as Hugging Face Hub Parquet shards: `data/<config>/<split>-0000i-of-0000N.parquet`.
+
+In: the rows of one config (PAIR_V1 rows for `pairs`) as dicts or a pyarrow Table, plus `num_shards` from params.
+Out: one set of files per split found in the `split` column, and a `ConfigExport` summary for the dataset card.
+
+Same rows in => same bytes out, whatever order or input sharding they arrive in. Shard assignment: rows of a split
+are sorted by the config's id column (unique, e.g. `pair_id`) and cut into `num_shards` contiguous, near-equal
+chunks. That keeps shards balanced and the whole split globally sorted when read in file order. A split with fewer
+rows than `num_shards` gets one row per file instead, because `datasets` cannot read an empty Parquet shard; a split
+with no rows gets no files at all.
+"""
+
+import io
+import re
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+from apache_beam.io.filesystems import FileSystems
+
+from rewardmill.schemas import PAIR_V1
+from rewardmill.schemas.common import schema_id
+from rewardmill.transforms.io.parquet import PARQUET_OPTIONS, rows_to_table, shard_name
+
+DATA_DIR = "data"
+SPLIT_COLUMN = "split"
+# The conventional order on the Hub; any other split names follow alphabetically.
+SPLIT_ORDER = ("train", "validation", "test")
+# Bounded row groups keep the Hub's dataset viewer and streaming readers from loading huge groups at once.
+ROW_GROUP_ROWS = 10_000
+# `datasets` split names; no "-" so the card's `<split>-*.parquet` glob can never match another split's files.
+_SPLIT_NAME = re.compile(r"^\w+(\.\w+)*$")
+_CONFIG_NAME = re.compile(r"^\w+([.-]\w+)*$")
+
+
+@dataclass(frozen=True)
+class ConfigSpec:
+    """How to export one kind of dataset: its schema, its unique id column, and a line for the dataset card."""
+
+    schema: pa.Schema
+    id_column: str
+    description: str
+
+
+# Keyed by the schema id an upstream manifest records (`pair_v1`), so a config folder declares what it holds.
+EXPORTABLE: dict[str, ConfigSpec] = {
+    schema_id(PAIR_V1): ConfigSpec(
+        PAIR_V1,
+        "pair_id",
+        "Preference pairs in TRL's conversational format: `prompt` (user turns), `chosen` and `rejected` "
+        "(assistant turns), scored by rewardmill's labelers on the policy's own samples.",
+    ),
+}
+
+
+@dataclass(frozen=True)
+class ShardFile:
+    path: str  # relative to the export root, "/"-separated, e.g. data/pairs/train-00000-of-00001.parquet
+    num_rows: int
+    num_bytes: int  # size of the Parquet file
+
+
+@dataclass(frozen=True)
+class SplitExport:
+    name: str
+    num_rows: int
+    num_bytes: int  # in-memory Arrow size of the split, what `datasets` reports as a split's num_bytes
+    files: tuple[ShardFile, ...]
+
+    def pattern(self, config: str) -> str:
+        """The `data_files` glob the dataset card lists for this split."""
+        return f"{DATA_DIR}/{config}/{self.name}-*.parquet"
+
+    @property
+    def download_size(self) -> int:
+        return sum(f.num_bytes for f in self.files)
+
+
+@dataclass(frozen=True)
+class ConfigExport:
+    """What was written for one config: splits in card order, and how often each label source scored a row."""
+
+    name: str
+    schema: pa.Schema
+    description: str
+    splits: tuple[SplitExport, ...]
+    label_sources: tuple[tuple[str, int], ...]  # (labeler@version, rows), sorted by name; empty without the column
+
+    @property
+    def num_rows(self) -> int:
+        return sum(s.num_rows for s in self.splits)
+
+
+def spec_for(schema_name: str) -> ConfigSpec:
+    if schema_name not in EXPORTABLE:
+        raise ValueError(f"schema '{schema_name}' has no export spec; exportable: {sorted(EXPORTABLE)}")
+    return EXPORTABLE[schema_name]
+
+
+def check_config_name(config: str) -> str:
+    if not _CONFIG_NAME.match(config):
+        raise ValueError(f"config name {config!r} must be letters, digits, '_', '.', '-' (it names a folder)")
+    return config
+
+
+def to_table(rows: list[dict[str, Any]] | pa.Table, schema: pa.Schema) -> pa.Table:
+    """Rows (dicts or a table) -> a table with exactly `schema`'s columns, types and metadata, in one chunk."""
+    if isinstance(rows, pa.Table):
+        missing = sorted(set(schema.names) - set(rows.column_names))
+        if missing:
+            raise ValueError(f"table lacks columns {missing} of schema {schema_id(schema)}")
+        table = rows.select(schema.names).cast(schema)
+    else:
+        table = rows_to_table(rows, schema, where=schema_id(schema))
+    return table.replace_schema_metadata(schema.metadata).combine_chunks()
+
+
+def order_splits(names: list[str] | set[str]) -> list[str]:
+    """train, validation, test first (the Hub's order), then any other split alphabetically."""
+    known = [s for s in SPLIT_ORDER if s in names]
+    return known + sorted(set(names) - set(SPLIT_ORDER))
+
+
+def plan_shards(table: pa.Table, config: str, id_column: str, num_shards: int) -> list[tuple[str, str, pa.Table]]:
+    """-> [(split, relative path, rows of that file)], each file's rows sorted by `id_column`. Pure."""
+    if num_shards < 1:
+        raise ValueError("num_shards must be >= 1")
+    check_config_name(config)
+    ids = table.column(id_column)
+    if pc.count_distinct(ids).as_py() != len(ids):
+        dupes = sorted(k for k, n in Counter(ids.to_pylist()).items() if n > 1)
+        raise ValueError(f"{config}: {id_column} must be unique; duplicated: {dupes[:5]}")
+    table = table.sort_by([(id_column, "ascending")])
+    plan = []
+    for split in order_splits(set(pc.unique(table.column(SPLIT_COLUMN)).to_pylist())):
+        if not _SPLIT_NAME.match(split):
+            raise ValueError(f"{config}: split name {split!r} must match {_SPLIT_NAME.pattern}")
+        rows = table.filter(pc.equal(table.column(SPLIT_COLUMN), split))
+        n = min(num_shards, rows.num_rows)
+        for i in range(n):
+            start, stop = i * rows.num_rows // n, (i + 1) * rows.num_rows // n
+            path = f"{DATA_DIR}/{config}/{shard_name(split, i, n)}"
+            plan.append((split, path, rows.slice(start, stop - start).combine_chunks()))
+    return plan
+
+
+def encode(table: pa.Table) -> bytes:
+    """Parquet bytes with the project's options; the same table always gives the same bytes."""
+    buffer = io.BytesIO()
+    pq.write_table(table, buffer, row_group_size=ROW_GROUP_ROWS, **PARQUET_OPTIONS)
+    return buffer.getvalue()
+
+
+def count_label_sources(table: pa.Table) -> tuple[tuple[str, int], ...]:
+    if "label_sources" not in table.column_names:
+        return ()
+    counts = Counter(s for sources in table.column("label_sources").to_pylist() for s in set(sources or ()))
+    return tuple(sorted(counts.items()))
+
+
+def write_config(
+    rows: list[dict[str, Any]] | pa.Table, config: str, spec: ConfigSpec, out_dir: str, num_shards: int
+) -> ConfigExport:
+    """Write every split of one config under `out_dir/data/<config>/` and return what was written."""
+    table = to_table(rows, spec.schema)
+    by_split: dict[str, list[tuple[ShardFile, int]]] = {}
+    for split, path, shard in plan_shards(table, config, spec.id_column, num_shards):
+        data = encode(shard)
+        with FileSystems.create(FileSystems.join(out_dir, *path.split("/"))) as fh:
+            fh.write(data)
+        # Measure the Arrow size on the bytes as written, so it never depends on how the input was chunked.
+        arrow_bytes = pq.read_table(pa.BufferReader(data)).nbytes
+        by_split.setdefault(split, []).append((ShardFile(path, shard.num_rows, len(data)), arrow_bytes))
+    splits = tuple(
+        SplitExport(
+            name=split,
+            num_rows=sum(f.num_rows for f, _ in files),
+            num_bytes=sum(b for _, b in files),
+            files=tuple(f for f, _ in files),
+        )
+        for split, files in by_split.items()
+    )
+    return ConfigExport(config, spec.schema, spec.description, splits, count_label_sources(table))

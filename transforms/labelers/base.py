@@ -1,0 +1,41 @@
+"""What every labeler returns, and the checks shared by all of them."""
+
+from dataclasses import dataclass
+
+from rewardmill.schemas.label import VERDICTS
+
+
+@dataclass(frozen=True)
+class Label:
+    """One judgment. `score` None means "could not label" and `rationale` says why — never a silent 0."""
+
+    score: float | None
+    confidence: float
+    verdict: str
+    rationale: str = ""
+    raw: str | None = None
+    aspect: str = "correctness"
+
+    def __post_init__(self):
+        if self.verdict not in VERDICTS:
+            raise ValueError(f"verdict {self.verdict!r} is not one of {VERDICTS}")
+        if not 0.0 <= self.confidence <= 1.0:
+            raise ValueError(f"confidence {self.confidence} is outside [0, 1]")
+        if self.score is None and self.verdict in ("correct", "incorrect"):
+            raise ValueError("a correct/incorrect verdict needs a score")
+
+
+def label_row(row: dict, labeler: str, version: str, label: Label) -> dict:
+    """LABEL_V1 row for `label` of rollout `row`."""
+    return {
+        "rollout_id": row["rollout_id"],
+        "prompt_id": row["prompt_id"],
+        "labeler": labeler,
+        "labeler_version": version,
+        "aspect": label.aspect,
+        "score": label.score,
+        "confidence": label.confidence,
+        "verdict": label.verdict,
+        "rationale": label.rationale,
+        "raw": label.raw,
+    }

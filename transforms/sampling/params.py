@@ -1,0 +1,49 @@
+"""Sampling parameters and rollout identity, shared by every backend."""
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass
+
+
+@dataclass(frozen=True)
+class SamplingParams:
+    n: int = 4
+    temperature: float = 0.8
+    top_p: float = 1.0
+    top_k: int = 0  # 0 = off
+    max_new_tokens: int = 256
+    seed: int = 0
+
+    def __post_init__(self):
+        if self.n < 1:
+            raise ValueError("n must be >= 1")
+        if self.temperature <= 0:
+            raise ValueError("temperature must be > 0 (greedy decoding gives n identical samples)")
+        if not 0 < self.top_p <= 1:
+            raise ValueError("top_p must be in (0, 1]")
+        if self.top_k < 0 or self.max_new_tokens < 1:
+            raise ValueError("top_k must be >= 0 and max_new_tokens >= 1")
+
+    def to_json(self, backend: str) -> str:
+        """Canonical JSON of everything that determines a sample (the backend samples differently)."""
+        return json.dumps({**asdict(self), "backend": backend}, sort_keys=True, separators=(",", ":"))
+
+
+def _hash_int(*parts: object) -> int:
+    digest = hashlib.sha256("\x00".join(str(p) for p in parts).encode()).digest()
+    return int.from_bytes(digest[:8], "big") >> 1  # non-negative int64
+
+
+def prompt_seed(seed: int, prompt_id: str) -> int:
+    return _hash_int("prompt", seed, prompt_id)
+
+
+def sample_seed(seed: int, prompt_id: str, index: int) -> int:
+    """Per-rollout seed: a sample depends on its prompt and index only, never on its batch mates."""
+    return _hash_int("sample", seed, prompt_id, index)
+
+
+def rollout_id(prompt_id: str, fingerprint: str, sampling_json: str, index: int, seed: int) -> str:
+    return hashlib.sha256(
+        "\x00".join([prompt_id, fingerprint, sampling_json, str(index), str(seed)]).encode()
+    ).hexdigest()

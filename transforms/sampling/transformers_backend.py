@@ -1,0 +1,167 @@
+"""transformers backend: batched, per-row seeded sampling of n completions per prompt (CPU or GPU)."""
+
+import logging
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from apache_beam.ml.inference.base import ModelHandler
+
+from rewardmill.transforms.sampling.params import SamplingParams, sample_seed
+from rewardmill.transforms.sampling.seeded import SeededSampler
+
+log = logging.getLogger("rewardmill")
+
+
+@dataclass
+class Sample:
+    """One completion as every backend reports it."""
+
+    index: int
+    seed: int
+    completion: str
+    n_tokens: int
+    finish_reason: str  # stop | length
+    logprob_sum: float | None
+
+
+@dataclass
+class LoadedPolicy:
+    model: Any
+    tokenizer: Any
+    eos_token_ids: list[int]
+
+
+def load_policy(model_dir: str, device: str = "cpu") -> LoadedPolicy:
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    tokenizer.padding_side = "left"  # decoder-only models continue from the right edge
+    if tokenizer.pad_token_id is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32 if device == "cpu" else "auto")
+    model.to(device).eval()
+    eos = model.generation_config.eos_token_id
+    eos_ids = sorted({*([eos] if isinstance(eos, int) else (eos or [])), tokenizer.eos_token_id})
+    return LoadedPolicy(model=model, tokenizer=tokenizer, eos_token_ids=eos_ids)
+
+
+def chat_texts(tokenizer, conversations: Sequence[list[dict[str, str]]]) -> list[str]:
+    return [tokenizer.apply_chat_template(list(m), add_generation_prompt=True, tokenize=False) for m in conversations]
+
+
+def generate_samples(
+    policy: LoadedPolicy, conversations: Sequence[list[dict[str, str]]], prompt_ids: Sequence[str], sp: SamplingParams
+) -> list[list[Sample]]:
+    """n samples for each conversation in one `generate` call; sample j of prompt p is seeded by (seed, p, j)."""
+    import torch
+    from transformers import GenerationConfig, LogitsProcessorList
+
+    tok = policy.tokenizer
+    enc = tok(chat_texts(tok, conversations), return_tensors="pt", padding=True, add_special_tokens=False)
+    # Each prompt repeated n times back to back (what num_return_sequences does internally; transformers only
+    # accepts num_return_sequences with do_sample=True, and sampling is done by the SeededSampler here).
+    enc = {k: v.repeat_interleave(sp.n, dim=0).to(policy.model.device) for k, v in enc.items()}
+    seeds = [sample_seed(sp.seed, pid, j) for pid in prompt_ids for j in range(sp.n)]
+    sampler = SeededSampler(seeds, sp.temperature, sp.top_k, sp.top_p, policy.eos_token_ids)
+    config = GenerationConfig(
+        do_sample=False,  # the SeededSampler draws the token; greedy just takes it
+        max_new_tokens=sp.max_new_tokens,
+        eos_token_id=policy.eos_token_ids,
+        pad_token_id=tok.pad_token_id,
+    )
+    with torch.inference_mode():
+        out = policy.model.generate(**enc, generation_config=config, logits_processor=LogitsProcessorList([sampler]))
+    generated = out[:, enc["input_ids"].shape[1] :].cpu()
+    results: list[list[Sample]] = []
+    for p in range(len(conversations)):
+        samples = []
+        for j in range(sp.n):
+            row = p * sp.n + j
+            n_tokens = int(sampler.n_tokens[row])
+            tokens = generated[row, :n_tokens].tolist()
+            samples.append(
+                Sample(
+                    index=j,
+                    seed=seeds[row],
+                    completion=tok.decode(tokens, skip_special_tokens=True).strip(),
+                    n_tokens=n_tokens,
+                    finish_reason="stop" if bool(sampler.done[row]) else "length",
+                    logprob_sum=float(sampler.logprob_sum[row]),
+                )
+            )
+        results.append(samples)
+    return results
+
+
+class Progress:
+    """Counts, rate and ETA for long loops, logged at most every `every` seconds."""
+
+    def __init__(self, what: str, total: int | None, every: float = 10.0):
+        self.what, self.total, self.every = what, total, every
+        self.start = self.last = time.monotonic()
+        self.done = 0
+        self.tokens = 0
+
+    def update(self, n: int, tokens: int = 0) -> None:
+        self.done += n
+        self.tokens += tokens
+        now = time.monotonic()
+        if now - self.last >= self.every or (self.total and self.done >= self.total):
+            self.last = now
+            rate = self.done / max(now - self.start, 1e-9)
+            eta = f", ETA {(self.total - self.done) / rate:.0f}s" if self.total and rate > 0 else ""
+            of = f"/{self.total}" if self.total else ""
+            log.info(
+                "%s: %d%s (%.2f/s, %.0f tok/s%s)",
+                self.what,
+                self.done,
+                of,
+                rate,
+                self.tokens / max(now - self.start, 1e-9),
+                eta,
+            )
+
+
+class TransformersPolicyHandler(ModelHandler):
+    """RunInference handler: element = one pre-formed batch of prompt rows -> list of (prompt row, Sample).
+
+    Batches are formed upstream in a deterministic order, so Beam's own batching is disabled (max 1 element):
+    generation depends only on the data, never on bundle boundaries.
+    """
+
+    def __init__(
+        self, model_dir: str, sampling: SamplingParams, device: str = "cpu", total_prompts: int | None = None
+    ):
+        super().__init__()
+        self.model_dir = model_dir
+        self.sampling = sampling
+        self.device = device
+        self.total_prompts = total_prompts
+        self._progress = None
+
+    def load_model(self) -> LoadedPolicy:
+        import torch
+
+        torch.manual_seed(0)
+        return load_policy(self.model_dir, self.device)
+
+    def run_inference(
+        self, batch: Sequence[list[dict[str, Any]]], model: LoadedPolicy, inference_args=None
+    ) -> Iterable:
+        if self._progress is None:
+            self._progress = Progress("rollouts: prompts", self.total_prompts)
+        for prompts in batch:
+            samples = generate_samples(
+                model, [p["messages"] for p in prompts], [p["prompt_id"] for p in prompts], self.sampling
+            )
+            self._progress.update(len(prompts), sum(s.n_tokens for per in samples for s in per))
+            yield [(prompt, s) for prompt, per in zip(prompts, samples, strict=True) for s in per]
+
+    def batch_elements_kwargs(self):
+        return {"min_batch_size": 1, "max_batch_size": 1}
+
+    def get_metrics_namespace(self) -> str:
+        return "rewardmill_rollouts"

@@ -1,0 +1,87 @@
+"""vLLM backend (GPU): offline `vllm.LLM` with one seeded request of n samples per prompt.
+
+Each request carries its own seed (derived from the run seed and prompt_id), so a prompt's samples do not
+depend on what else is in the batch; the n samples of a request share that seed and differ by index.
+`logprobs=0` makes vLLM return the sampled token's logprob, from which `cumulative_logprob` is summed.
+"""
+
+import logging
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from apache_beam.ml.inference.base import ModelHandler
+
+from rewardmill.transforms.sampling.params import SamplingParams, prompt_seed
+from rewardmill.transforms.sampling.transformers_backend import Progress, Sample, chat_texts
+
+log = logging.getLogger("rewardmill")
+
+
+def vllm_sampling_kwargs(sp: SamplingParams, pid: str) -> dict[str, Any]:
+    """Our SamplingParams -> keyword arguments of `vllm.SamplingParams` for one prompt (pure; testable on CPU)."""
+    return {
+        "n": sp.n,
+        "temperature": sp.temperature,
+        "top_p": sp.top_p,
+        "top_k": sp.top_k if sp.top_k > 0 else 0,  # 0 disables top-k in vLLM >= 0.10
+        "max_tokens": sp.max_new_tokens,
+        "seed": prompt_seed(sp.seed, pid),
+        "logprobs": 0,  # the sampled token's logprob only -> cumulative_logprob
+    }
+
+
+def to_samples(request_output, seed: int) -> list[Sample]:
+    """vllm.RequestOutput -> Samples in index order."""
+    samples = []
+    for out in sorted(request_output.outputs, key=lambda o: o.index):
+        samples.append(
+            Sample(
+                index=out.index,
+                seed=seed,
+                completion=out.text.strip(),
+                n_tokens=len(out.token_ids),
+                finish_reason="length" if out.finish_reason == "length" else "stop",
+                logprob_sum=out.cumulative_logprob,
+            )
+        )
+    return samples
+
+
+class VLLMPolicyHandler(ModelHandler):
+    """RunInference handler: element = one pre-formed batch of prompt rows -> list of (prompt row, Sample)."""
+
+    def __init__(self, model_dir: str, sampling: SamplingParams, llm_kwargs: dict, total_prompts: int | None = None):
+        super().__init__()
+        self.model_dir = model_dir
+        self.sampling = sampling
+        self.llm_kwargs = dict(llm_kwargs)
+        self.total_prompts = total_prompts
+        self._progress = None
+
+    def load_model(self):
+        from vllm import LLM
+
+        kwargs = {"seed": self.sampling.seed, **self.llm_kwargs}  # copy: never mutate the configured kwargs
+        return LLM(model=self.model_dir, **kwargs)
+
+    def run_inference(self, batch: Sequence[list[dict[str, Any]]], model, inference_args=None) -> Iterable:
+        from vllm import SamplingParams as VLLMSamplingParams
+
+        if self._progress is None:
+            self._progress = Progress("rollouts: prompts", self.total_prompts)
+        tokenizer = model.get_tokenizer()
+        for prompts in batch:
+            texts = chat_texts(tokenizer, [p["messages"] for p in prompts])
+            params = [VLLMSamplingParams(**vllm_sampling_kwargs(self.sampling, p["prompt_id"])) for p in prompts]
+            outputs = model.generate(texts, params, use_tqdm=False)
+            pairs = []
+            for prompt, request_output, sp in zip(prompts, outputs, params, strict=True):
+                pairs.extend((prompt, s) for s in to_samples(request_output, sp.seed))
+            self._progress.update(len(prompts), sum(s.n_tokens for _, s in pairs))
+            yield pairs
+
+    def batch_elements_kwargs(self):
+        return {"min_batch_size": 1, "max_batch_size": 1}
+
+    def get_metrics_namespace(self) -> str:
+        return "rewardmill_rollouts"

@@ -1,0 +1,64 @@
+"""Prompt source kinds selectable in params `prompts.sources`; each kind validates its own keys."""
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from rewardmill.pipelines.config import from_dict
+from rewardmill.transforms.sources import arithmetic, files
+from rewardmill.transforms.sources.normalize import RecordError
+
+
+@dataclass(frozen=True)
+class ArithmeticSource:
+    name: str
+    kind: str = "arithmetic"
+    count: int = 64  # how many problems
+    seed: int = 0
+    levels: tuple[int, ...] = (1, 2, 3, 4)  # difficulty levels, cycled
+
+    def records(self) -> Iterator[tuple[str, dict[str, Any] | RecordError]]:
+        for i, record in enumerate(arithmetic.generate(self.count, self.seed, self.levels)):
+            yield f"{self.name}:{i}", record
+
+
+@dataclass(frozen=True)
+class FileSource:
+    name: str
+    path: str
+    kind: str = "file"
+    task: str = "math"  # default task when rows carry none
+    columns: dict = field(default_factory=dict)  # prompt field -> file column
+
+    def records(self):
+        yield from files.read_file(self.path, self.columns)
+
+
+@dataclass(frozen=True)
+class HFDatasetSource:
+    name: str
+    dataset: str  # hub id (needs network) or local path
+    kind: str = "hf"
+    config: str | None = None
+    split: str = "train"
+    task: str = "math"
+    limit: int | None = None
+    columns: dict = field(default_factory=dict)
+
+    def records(self):
+        yield from files.read_hf(self.dataset, self.config, self.split, self.columns, self.limit)
+
+
+SOURCE_KINDS = {"arithmetic": ArithmeticSource, "file": FileSource, "hf": HFDatasetSource}
+
+
+def parse_source(raw: Any, where: str):
+    if not isinstance(raw, dict) or "kind" not in raw:
+        raise ValueError(f"params.yaml: '{where}' must be a mapping with a 'kind' in {sorted(SOURCE_KINDS)}")
+    if raw["kind"] not in SOURCE_KINDS:
+        raise ValueError(f"params.yaml: '{where}.kind' {raw['kind']!r} unknown; known: {sorted(SOURCE_KINDS)}")
+    return from_dict(SOURCE_KINDS[raw["kind"]], raw, where)
+
+
+def default_task(source) -> str:
+    return getattr(source, "task", "math")
