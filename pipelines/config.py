@@ -58,7 +58,7 @@ def from_dict(cls: type[T], raw: Any, where: str) -> T:
     if not isinstance(raw, dict):
         raise ConfigError(f"params.yaml: '{where}' must be a mapping, got {type(raw).__name__}")
     fields = {f.name: f for f in dataclasses.fields(cls)}
-    unknown = sorted(set(raw) - set(fields))
+    unknown = sorted(set(raw) - set(fields), key=str)  # YAML 1.1 reads `on:`/`yes:` as bool keys
     if unknown:
         raise ConfigError(f"params.yaml: unknown key(s) {unknown} in '{where}'; allowed: {sorted(fields)}")
     hints = typing.get_type_hints(cls)

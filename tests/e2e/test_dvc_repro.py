@@ -42,7 +42,10 @@ def parquet_digests(root: Path) -> dict[str, str]:
 @pytest.fixture(scope="module")
 def project(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("project")
-    shutil.copy(REPO / "dvc.yaml", root / "dvc.yaml")
+    for name in ["dvc.yaml", ".dvcignore"]:
+        shutil.copy(REPO / name, root / name)
+    for code in ["pipelines", "transforms", "schemas"]:  # stage deps (the code itself runs from the install)
+        shutil.copytree(REPO / code, root / code, ignore=shutil.ignore_patterns("__pycache__"))
     (root / "params.yaml").write_text(yaml.safe_dump(tiny_params(), sort_keys=False))
     run(["git", "init", "-q"], root)
     run(["git", "config", "user.email", "ci@example.com"], root)

@@ -186,11 +186,6 @@ def test_config_error_is_a_value_error():
     assert issubclass(ConfigError, ValueError)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: unknown keys of mixed types (YAML 1.1 reads `on:`/`yes:` as bool keys) crash sorted() with a "
-    "TypeError instead of raising ConfigError naming the keys",
-)
 def test_from_dict_unknown_non_string_keys():
     # yaml.safe_load("on: 1\ntypo: 2") == {True: 1, "typo": 2}
     raw = yaml.safe_load("name: a\non: 1\ntypo: 2\n")

@@ -53,6 +53,8 @@ LEVELS = {1: _level1, 2: _level2, 3: _level3, 4: _level4}
 
 def generate(count: int, seed: int, levels: tuple[int, ...] = (1, 2, 3, 4)) -> list[dict[str, Any]]:
     """`count` problems cycling through `levels`; the same (count, seed, levels) gives the same problems."""
+    if not levels:
+        raise ValueError("levels must name at least one difficulty level")
     unknown = sorted(set(levels) - set(LEVELS))
     if unknown:
         raise ValueError(f"unknown arithmetic levels {unknown}; known: {sorted(LEVELS)}")

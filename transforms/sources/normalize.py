@@ -78,7 +78,10 @@ def normalize(record: dict[str, Any], source: str, default_task: str, test_fract
     if rubric is not None:
         if not isinstance(rubric, list) or not all(isinstance(c, dict) and "criterion" in c for c in rubric):
             raise RecordError("bad_rubric", "rubric must be a list of {criterion, weight}")
-        rubric = [{"criterion": str(c["criterion"]), "weight": float(c.get("weight", 1.0))} for c in rubric]
+        try:
+            rubric = [{"criterion": str(c["criterion"]), "weight": float(c.get("weight", 1.0))} for c in rubric]
+        except (TypeError, ValueError) as exc:
+            raise RecordError("bad_rubric", f"rubric weights must be numbers: {exc}") from exc
     pid = prompt_id(messages)
     metadata = record.get("metadata")
     return {

@@ -201,7 +201,10 @@ def test_agreement_with_two_labelers_that_disagree():
     scores = {
         rid: combine(
             rid,
-            [{"labeler": name, "labeler_version": "1", "score": value, "confidence": 1.0} for name, value in labs],
+            [
+                {"labeler": name, "labeler_version": "1", "aspect": "correctness", "score": value, "confidence": 1.0}
+                for name, value in labs
+            ],
         )
         for rid, labs in labels.items()
     }

@@ -135,11 +135,6 @@ def test_unknown_level_raises_even_for_zero_count():
         generate(0, 0, (5,))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: levels=() (params `levels: []`) parses fine but generate() dies with ZeroDivisionError "
-    "(i % len(levels)) instead of a ValueError naming the problem",
-)
 def test_empty_levels_raise_value_error():
     with pytest.raises(ValueError, match="level"):
         generate(3, 0, ())

@@ -117,11 +117,6 @@ def test_unknown_default_task(record, default_task):
     assert info.value.reason == "unknown_task"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: a rubric weight that is not a number escapes as a bare ValueError/TypeError from float(), "
-    "not RecordError('bad_rubric'); the prompts stage only catches RecordError, so one bad row fails the run",
-)
 @pytest.mark.parametrize(
     "weight",
     [
