@@ -5,7 +5,7 @@ loading. The pipeline side is the real rollouts stage (Beam on FnApiRunner, RunI
 sampling, logprob accounting, Parquet writing). Runs alternate (baseline, pipeline, baseline, ...) and the best
 of each is compared, so a noisy neighbour hurts both sides alike. The last line is `ratio=<pipeline/raw>`.
 
-    python bench/sampling.py [--prompts 32] [--n 4] [--batch-size 8] [--max-new-tokens 64] [--repeats 2]
+    python bench/sampling.py [--prompts 16] [--n 4] [--batch-size 8] [--max-new-tokens 64] [--repeats 2]
 """
 
 import argparse
@@ -83,7 +83,7 @@ def pipeline(model_dir: str, prompts_dir: Path, cfg: RolloutsConfig, total: int,
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", help="an HF folder; default: materialize the built-in default model")
-    parser.add_argument("--prompts", type=int, default=32)
+    parser.add_argument("--prompts", type=int, default=16)
     parser.add_argument("--n", type=int, default=4)
     parser.add_argument("--batch-size", type=int, default=8)
     parser.add_argument("--max-new-tokens", type=int, default=64)

@@ -6,6 +6,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from rewardmill.transforms.sources import files
 from rewardmill.transforms.sources.files import MAPPABLE, map_columns, read_file
 from rewardmill.transforms.sources.normalize import RecordError
 
@@ -203,3 +204,15 @@ def test_unsupported_suffix(tmp_path, name):
 def test_missing_file(tmp_path):
     with pytest.raises(FileNotFoundError, match="nope.jsonl"):
         list(read_file(str(tmp_path / "nope.jsonl"), {}))
+
+
+def test_hf_source_reads_a_local_dataset_folder(tmp_path, monkeypatch):
+    """`kind: hf` goes through the real `datasets.load_dataset` (a local folder: no network)."""
+    monkeypatch.setenv("HF_DATASETS_CACHE", str(tmp_path / "cache"))
+    data = tmp_path / "ds"
+    data.mkdir()
+    rows = [{"question": f"What is {i} + 1?", "answer": str(i + 1)} for i in range(5)]
+    (data / "train.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    out = list(files.read_hf(str(data), None, "train", {"prompt": "question", "reference": "answer"}, limit=3))
+    assert [row_id for row_id, _ in out] == [f"{data}:train:{i}" for i in range(3)]
+    assert out[0][1] == {"prompt": "What is 0 + 1?", "reference": "1"}
