@@ -28,6 +28,12 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("stage", choices=sorted(STAGES))
     run.add_argument("args", nargs=argparse.REMAINDER)
     sub.add_parser("stages", help="list the stages")
+    sub.add_parser("label", help="label a JSONL/Parquet file of rollouts outside DVC", add_help=False)
+    sub.add_parser("new-labeler", help="scaffold a labeler file, its test and its params entry", add_help=False)
+    if argv and argv[0] in ("label", "new-labeler"):  # these parse their own arguments
+        module = "label_file" if argv[0] == "label" else "scaffold"
+        importlib.import_module(f"rewardmill.pipelines.{module}").main(argv[1:])
+        return 0
     args = parser.parse_args(argv)
     if args.command == "stages":
         for name, module in STAGES.items():

@@ -1,6 +1,8 @@
 """Stage `label@NAME`: run one labeler from params `labelers.NAME` over every rollout (data/labels/NAME/)."""
 
 import argparse
+import json
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -11,6 +13,7 @@ from rewardmill.pipelines.stage import (
     StageTimer,
     atomic_output,
     load_beam_config,
+    read_manifest,
     run_pipeline,
     setup_logging,
     write_manifest,
@@ -19,7 +22,9 @@ from rewardmill.pipelines.stage import (
 from rewardmill.schemas import LABEL_V1, ROLLOUT_V1
 from rewardmill.transforms.io.parquet import ReadStageOutput, WriteSortedParquet
 from rewardmill.transforms.labelers import get_labeler_class
-from rewardmill.transforms.labelers.beam import REJECTED, LabelRollouts
+from rewardmill.transforms.labelers.beam import NOT_APPLICABLE, REJECTED, LabelRollouts
+
+NOT_APPLICABLE_FILE = "_not_applicable.json"
 
 
 @dataclass(frozen=True)
@@ -37,17 +42,41 @@ def resolve(name: str, params: LabelerParams):
     return cls, config
 
 
-def build(p, name: str, params: LabelerParams, rollouts_dir: str, out_dir: str) -> None:
+def build(
+    p,
+    name: str,
+    params: LabelerParams,
+    rollouts_dir: str,
+    out_dir: str,
+    cache_dir: str | None = None,
+    flush_every: int = 64,
+    total: int | None = None,
+) -> None:
     cls, config = resolve(name, params)
     labeled = (
         p
         | "Read rollouts" >> ReadStageOutput(rollouts_dir, ROLLOUT_V1)
-        | f"Label {name}" >> beam.ParDo(LabelRollouts(cls, config, name)).with_outputs(REJECTED, main="labels")
+        | f"Label {name}"
+        >> beam.ParDo(LabelRollouts(cls, config, name, cache_dir, flush_every, total)).with_outputs(
+            REJECTED, NOT_APPLICABLE, main="labels"
+        )
     )
     _ = labeled.labels | "Write labels" >> WriteSortedParquet(
         out_dir, LABEL_V1, sort_key=lambda r: f"{r['rollout_id']}\x00{r['aspect']}", num_shards=params.num_shards
     )
     write_rejects(labeled[REJECTED], Path(out_dir))
+    # Rows of tasks this labeler does not handle are neither labels nor rejects: count them by task.
+    _ = (
+        labeled[NOT_APPLICABLE]
+        | "Task of routed rows" >> beam.Map(lambda item: item[0] or "unknown")
+        | "Count by task" >> beam.combiners.Count.PerElement()
+        | "All counts" >> beam.combiners.ToList()
+        | "Write counts" >> beam.Map(_write_not_applicable, str(Path(out_dir) / NOT_APPLICABLE_FILE))
+    )
+
+
+def _write_not_applicable(counts: list[tuple[str, int]], path: str) -> None:
+    Path(path).write_text(json.dumps(dict(sorted(counts)), sort_keys=True) + "\n")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -55,21 +84,34 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("name", help="the key under `labelers:` in params.yaml")
     parser.add_argument("--rollouts", default="data/rollouts")
     parser.add_argument("--out", default=None, help="default: data/labels/NAME")
+    parser.add_argument("--cache", default=None, help="per-record label cache folder (kept across runs)")
+    parser.add_argument("--cache-flush-every", type=int, default=64, help="labels per cache segment file")
     args = parser.parse_args(argv)
     setup_logging()
     params = load_section(LabelerParams, "labelers", key=args.name)
     cls, _ = resolve(args.name, params)  # fail on a bad labeler config before any work
     out = args.out or f"data/labels/{args.name}"
+    total = read_manifest(args.rollouts)["rows"] if (Path(args.rollouts) / "_manifest.json").exists() else None
     timer = StageTimer(f"label@{args.name}")
     with atomic_output(out) as tmp:
-        run_pipeline(lambda p: build(p, args.name, params, args.rollouts, str(tmp)), load_beam_config())
+        run_pipeline(
+            lambda p: build(p, args.name, params, args.rollouts, str(tmp), args.cache, args.cache_flush_every, total),
+            load_beam_config(),
+        )
+        not_applicable_path = tmp / NOT_APPLICABLE_FILE
+        not_applicable = json.loads(not_applicable_path.read_text()) if not_applicable_path.exists() else {}
+        not_applicable_path.unlink(missing_ok=True)
         manifest = write_manifest(
             tmp,
             stage=f"label@{args.name}",
             schema=LABEL_V1,
             config=params,
             inputs={"rollouts": args.rollouts},
-            extra={"labeler": params.labeler, "labeler_version": cls.version},
+            extra={
+                "labeler": params.labeler,
+                "labeler_version": cls.version,
+                "not_applicable": dict(Counter(not_applicable)),
+            },
         )
     timer.done(manifest)
 

@@ -20,7 +20,8 @@ ROLLOUT_V1 = versioned(
         pa.field("task", pa.string(), nullable=False),
         pa.field("messages", MESSAGES, nullable=False),
         pa.field("reference", pa.string()),
-        pa.field("tests", pa.string()),
+        pa.field("tests", pa.string()),  # code tests (JSON), copied from the prompt
+        pa.field("constraints", pa.string()),  # instruction ids + kwargs (JSON), copied from the prompt
         pa.field("split", pa.string(), nullable=False),
         pa.field("sample_index", pa.int32(), nullable=False),
         pa.field("completion", pa.string(), nullable=False),

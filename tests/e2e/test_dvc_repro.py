@@ -7,6 +7,7 @@ Checks the acceptance of the foundation: every stage runs, outputs are complete 
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -98,6 +99,19 @@ def test_second_repro_is_a_noop_and_status_clean(project):
     assert "Running stage" not in out, out
     status = run([str(BIN / "dvc"), "status"], project)
     assert "up to date" in status, status
+
+
+def test_adding_a_labeler_runs_only_it_and_what_reads_all_labels(project):
+    params = yaml.safe_load((project / "params.yaml").read_text())
+    params["labelers"]["math_answer_quick"] = {"labeler": "math_answer", "config": {"timeout_seconds": 2}}
+    (project / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    out = run([str(BIN / "dvc"), "repro"], project)
+    ran = set(re.findall(r"Running stage '([^']+)'", out))
+    assert {"label@math_answer_quick", "assemble"} <= ran, out
+    assert not ran & {"model", "prompts", "rollouts", "label@math_answer"}, ran
+    pairs = read_rows(str(project / "data/datasets/pairs"))
+    assert all(p["label_sources"] == ["math_answer@1", "math_answer_quick@1"] for p in pairs)
+    assert "Running stage" not in run([str(BIN / "dvc"), "repro"], project)
 
 
 def test_forced_repro_gives_identical_bytes(project):

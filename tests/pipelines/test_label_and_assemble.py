@@ -22,6 +22,7 @@ def rollout(prompt_id: str, index: int, completion: str, reference: str | None =
         "messages": MSG,
         "reference": reference,
         "tests": None,
+        "constraints": None,
         "split": "train",
         "sample_index": index,
         "completion": completion,

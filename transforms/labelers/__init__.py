@@ -8,6 +8,7 @@ from importlib.metadata import entry_points
 
 from rewardmill.transforms.labelers.math_answer import MathAnswerVerifier
 
+# `rewardmill new-labeler NAME` adds its import above and its entry below.
 LABELERS = {
     "math_answer": MathAnswerVerifier,
 }

@@ -60,6 +60,7 @@ def to_rollout_row(prompt: dict[str, Any], sample, policy, backend: str, samplin
         "messages": prompt["messages"],
         "reference": prompt["reference"],
         "tests": prompt["tests"],
+        "constraints": prompt["constraints"],
         "split": prompt["split"],
         "sample_index": sample.index,
         "completion": sample.completion,

@@ -1,13 +1,13 @@
 """transformers backend: batched, per-row seeded sampling of n completions per prompt (CPU or GPU)."""
 
 import logging
-import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from apache_beam.ml.inference.base import ModelHandler
 
+from rewardmill.transforms.io.progress import Progress
 from rewardmill.transforms.sampling.params import SamplingParams, sample_seed
 from rewardmill.transforms.sampling.seeded import SeededSampler
 
@@ -94,35 +94,6 @@ def generate_samples(
             )
         results.append(samples)
     return results
-
-
-class Progress:
-    """Counts, rate and ETA for long loops, logged at most every `every` seconds."""
-
-    def __init__(self, what: str, total: int | None, every: float = 10.0):
-        self.what, self.total, self.every = what, total, every
-        self.start = self.last = time.monotonic()
-        self.done = 0
-        self.tokens = 0
-
-    def update(self, n: int, tokens: int = 0) -> None:
-        self.done += n
-        self.tokens += tokens
-        now = time.monotonic()
-        if now - self.last >= self.every or (self.total and self.done >= self.total):
-            self.last = now
-            rate = self.done / max(now - self.start, 1e-9)
-            eta = f", ETA {(self.total - self.done) / rate:.0f}s" if self.total and rate > 0 else ""
-            of = f"/{self.total}" if self.total else ""
-            log.info(
-                "%s: %d%s (%.2f/s, %.0f tok/s%s)",
-                self.what,
-                self.done,
-                of,
-                rate,
-                self.tokens / max(now - self.start, 1e-9),
-                eta,
-            )
 
 
 class TransformersPolicyHandler(ModelHandler):

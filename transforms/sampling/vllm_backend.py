@@ -11,8 +11,9 @@ from typing import Any
 
 from apache_beam.ml.inference.base import ModelHandler
 
+from rewardmill.transforms.io.progress import Progress
 from rewardmill.transforms.sampling.params import SamplingParams, prompt_seed
-from rewardmill.transforms.sampling.transformers_backend import Progress, Sample, chat_texts
+from rewardmill.transforms.sampling.transformers_backend import Sample, chat_texts
 
 log = logging.getLogger("rewardmill")
 

@@ -5,7 +5,7 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
-from rewardmill.transforms.labelers.beam import REJECTED, LabelRollouts
+from rewardmill.transforms.labelers.beam import NOT_APPLICABLE, REJECTED, LabelRollouts
 from rewardmill.transforms.labelers.math_answer import MathAnswerConfig, MathAnswerVerifier
 
 ROWS = [
@@ -52,3 +52,44 @@ def test_a_raising_labeler_gives_error_labels_not_a_failed_stage():
 def test_dofn_pickles():
     dofn = pickle.loads(pickle.dumps(LabelRollouts(MathAnswerVerifier, MathAnswerConfig(timeout_seconds=3), "m")))
     assert dofn.config.timeout_seconds == 3 and dofn.key == "m"
+
+
+class MathOnly(MathAnswerVerifier):
+    tasks = ("math",)
+
+
+class Counting(MathAnswerVerifier):
+    calls_file = None
+
+    def label(self, completion, reference):
+        with open(self.calls_file, "a") as fh:
+            fh.write(completion + "\n")
+        return super().label(completion, reference)
+
+
+def test_rows_of_other_tasks_are_routed_away_and_counted():
+    rows = [{**ROWS[0], "task": "math"}, {**ROWS[1], "task": "code"}]
+    with TestPipeline(options=PipelineOptions(["--runner=FnApiRunner"])) as p:
+        out = (
+            p
+            | beam.Create(rows)
+            | beam.ParDo(LabelRollouts(MathOnly, MathAnswerConfig(), "math")).with_outputs(
+                REJECTED, NOT_APPLICABLE, main="labels"
+            )
+        )
+        assert_that(out.labels | "ids" >> beam.Map(lambda r: r["rollout_id"]), equal_to(["r1"]), label="labels")
+        assert_that(out[NOT_APPLICABLE], equal_to([("code", "r2")]), label="routed")
+
+
+def test_second_run_reads_the_cache_instead_of_labeling(tmp_path):
+    Counting.calls_file = str(tmp_path / "calls")
+    cache = str(tmp_path / "cache")
+    rows = ROWS[:3] + [{**ROWS[0], "rollout_id": "r1-copy"}]  # the copy has the same content: one computation
+    for run in range(2):
+        with TestPipeline(options=PipelineOptions(["--runner=FnApiRunner"])) as p:
+            out = p | beam.Create(rows) | beam.ParDo(LabelRollouts(Counting, MathAnswerConfig(), "m", cache))
+            assert_that(
+                out | beam.Map(lambda r: r["verdict"]), equal_to(["correct", "incorrect", "abstain", "correct"])
+            )
+        calls = (tmp_path / "calls").read_text().splitlines()
+        assert len(calls) == 3, f"run {run}: {calls}"  # run 2 computed nothing

@@ -48,6 +48,7 @@ def rollout_row(i: int, **overrides: Any) -> dict[str, Any]:
         "messages": USER,
         "reference": "5",
         "tests": None,
+        "constraints": None,
         "split": "train",
         "sample_index": i % 2,
         "completion": f"answer {i}",

@@ -1,0 +1,122 @@
+"""`rewardmill new-labeler NAME`: scaffold a labeler in one file, its test, its registry entry and params entry.
+
+Creates transforms/labelers/NAME.py and tests/transforms/labelers/test_NAME.py, registers the class in
+transforms/labelers/__init__.py and adds `labelers.NAME` to params.yaml. Nothing existing is overwritten.
+"""
+
+import argparse
+import re
+from pathlib import Path
+
+LABELER_TEMPLATE = '''"""{cls}: TODO one line on what it checks and why it is a useful reward signal."""
+
+from dataclasses import dataclass
+
+from rewardmill.transforms.labelers.base import Label
+
+
+@dataclass(frozen=True)
+class {cls}Config:
+    min_chars: int = 1  # TODO: your settings; params.yaml `labelers.{name}.config` is checked against them
+
+
+class {cls}:
+    """Score 1.0 when TODO, else 0.0.
+
+    Input columns: completion.   Output: score (None = cannot label), verdict, rationale.
+    """
+
+    name = "{name}"
+    version = "1"  # bump when the labels it gives change: cached labels of other versions are not reused
+    reads = ("completion",)  # rollout columns passed to label(), in order
+    tasks = None  # e.g. ("math",) to label only those prompts; None = every task
+    Config = {cls}Config
+
+    def __init__(self, config: {cls}Config | None = None):
+        self.config = config or {cls}Config()
+
+    def label(self, completion: str) -> Label:
+        if completion is None:
+            return Label(None, 0.0, "abstain", "no completion")
+        ok = len(completion.strip()) >= self.config.min_chars
+        return Label(1.0 if ok else 0.0, 1.0, "correct" if ok else "incorrect", f"{{len(completion)}} chars")
+'''
+
+TEST_TEMPLATE = '''import pickle
+
+import pytest
+
+from rewardmill.transforms.labelers import LABELERS
+from rewardmill.transforms.labelers.{name} import {cls}
+
+
+@pytest.mark.parametrize(
+    ("completion", "verdict", "score"),
+    [
+        ("some answer", "correct", 1.0),  # TODO: the case your labeler rewards
+        ("   ", "incorrect", 0.0),  # TODO: the case it rejects
+        (None, "abstain", None),  # malformed input: cannot label, never a silent 0
+    ],
+)
+def test_verdict_table(completion, verdict, score):
+    label = {cls}().label(completion)
+    assert (label.verdict, label.score) == (verdict, score)
+
+
+def test_registered_and_picklable():
+    assert LABELERS["{name}"] is {cls}
+    assert pickle.loads(pickle.dumps({cls}())).label("x").verdict == "correct"
+'''
+
+
+def class_name(name: str) -> str:
+    return "".join(part.capitalize() for part in name.split("_")) + "Labeler"
+
+
+def add_to_registry(init: Path, name: str, cls: str) -> None:
+    text = init.read_text()
+    import_line = f"from rewardmill.transforms.labelers.{name} import {cls}\n"
+    marker = "# `rewardmill new-labeler NAME` adds its import above and its entry below.\n"
+    if marker not in text or "LABELERS = {\n" not in text:
+        raise SystemExit(f"{init}: registry markers not found; add {cls} to LABELERS by hand")
+    text = text.replace(marker, import_line + "\n" + marker, 1) if import_line not in text else text
+    text = text.replace("LABELERS = {\n", f'LABELERS = {{\n    "{name}": {cls},\n', 1)
+    init.write_text(text)
+
+
+def add_to_params(params: Path, name: str) -> None:
+    lines = params.read_text().splitlines(keepends=True)
+    start = next((i for i, line in enumerate(lines) if re.match(r"^labelers:\s*(#.*)?$", line)), None)
+    if start is None:
+        raise SystemExit(f"{params}: no top-level `labelers:` section")
+    end = next((i for i in range(start + 1, len(lines)) if re.match(r"^\S", lines[i])), len(lines))
+    while end > start + 1 and not lines[end - 1].strip():
+        end -= 1
+    entry = [f"  {name}:\n", f"    labeler: {name}\n", "    config: {}\n"]
+    params.write_text("".join(lines[:end] + entry + lines[end:]))
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="rewardmill new-labeler", description=__doc__)
+    parser.add_argument("name", help="snake_case registry key, also the file name")
+    parser.add_argument("--root", type=Path, default=Path("."), help="project root (default: current folder)")
+    args = parser.parse_args(argv)
+    name, root = args.name, args.root
+    if not re.fullmatch(r"[a-z][a-z0-9_]*", name):
+        raise SystemExit(f"labeler name {name!r} must be snake_case (a-z, 0-9, _), starting with a letter")
+    cls = class_name(name)
+    source = root / "transforms/labelers" / f"{name}.py"
+    test = root / "tests/transforms/labelers" / f"test_{name}.py"
+    params = root / "params.yaml"
+    for path in (source, test):
+        if path.exists():
+            raise SystemExit(f"{path} exists already; nothing was changed")
+    if re.search(rf"^  {re.escape(name)}:", params.read_text(), flags=re.M):
+        raise SystemExit(f"{params}: labelers.{name} exists already; nothing was changed")
+    source.write_text(LABELER_TEMPLATE.format(name=name, cls=cls))
+    test.parent.mkdir(parents=True, exist_ok=True)
+    test.write_text(TEST_TEMPLATE.format(name=name, cls=cls))
+    add_to_registry(root / "transforms/labelers/__init__.py", name, cls)
+    add_to_params(params, name)
+    print(f"created {source}\ncreated {test}\nregistered {cls} as '{name}' in transforms/labelers/__init__.py")
+    print(f"added labelers.{name} to {params}\nnext: edit label(), run pytest {test}, then `dvc repro`")

@@ -1,0 +1,77 @@
+"""`rewardmill label` on files outside DVC."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from rewardmill.pipelines.label_file import OUTPUT_SCHEMA, main
+
+ROWS = [
+    {"completion": "so \\boxed{4}", "reference": "4", "task": "math"},
+    {"completion": "5", "reference": "4"},
+    {"completion": "x", "reference": "\\frac{"},
+]
+
+
+def write_jsonl(path: Path, rows: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def test_jsonl_in_parquet_out(tmp_path):
+    out = tmp_path / "labels.parquet"
+    main(["--labeler", "math_answer", "--input", str(write_jsonl(tmp_path / "in.jsonl", ROWS)), "--output", str(out)])
+    table = pq.read_table(out)
+    assert table.schema.equals(OUTPUT_SCHEMA)
+    assert [(r["row"], r["verdict"]) for r in table.to_pylist()] == [(0, "correct"), (1, "incorrect"), (2, "abstain")]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.jsonl", "labels.parquet"]  # no temp file left
+
+
+def test_console_script_with_config_and_jsonl_output(tmp_path):
+    out = tmp_path / "labels.jsonl"
+    script = Path(sys.executable).parent / "rewardmill"
+    proc = subprocess.run(
+        [
+            str(script),
+            "label",
+            "--labeler",
+            "math_answer",
+            "--config",
+            '{"timeout_seconds": 2}',
+            "--input",
+            str(write_jsonl(tmp_path / "in.jsonl", ROWS[:2])),
+            "--output",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [r["score"] for r in rows] == [1.0, 0.0] and "2 rows -> 2 labels" in proc.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--labeler", "nope"], "unknown labeler"),  # not in the registry
+        (["--labeler", "math_answer", "--config", '{"timeout": 1}'], "timeout"),  # typo in the config
+        (["--labeler", "math_answer", "--config", "{bad json"], "Expecting"),  # not JSON
+    ],
+)
+def test_bad_arguments_fail_with_a_clear_message(tmp_path, args, message):
+    src = write_jsonl(tmp_path / "in.jsonl", ROWS)
+    with pytest.raises(SystemExit, match=message):
+        main([*args, "--input", str(src), "--output", str(tmp_path / "o.jsonl")])
+
+
+def test_bad_input_line_is_named(tmp_path):
+    src = tmp_path / "in.jsonl"
+    src.write_text('{"completion": "1"}\n{oops\n')
+    with pytest.raises(SystemExit, match="in.jsonl:2"):
+        main(["--labeler", "math_answer", "--input", str(src), "--output", str(tmp_path / "o.jsonl")])

@@ -1,0 +1,56 @@
+"""`rewardmill new-labeler` on a copy of the project's own files."""
+
+import importlib.util
+import shutil
+
+import pytest
+import yaml
+
+from rewardmill.pipelines.config import from_dict
+from rewardmill.pipelines.label import LabelerParams
+from rewardmill.pipelines.scaffold import main
+from tests.conftest import REPO
+
+
+@pytest.fixture
+def project(tmp_path):
+    (tmp_path / "transforms/labelers").mkdir(parents=True)
+    shutil.copy(REPO / "transforms/labelers/__init__.py", tmp_path / "transforms/labelers/__init__.py")
+    shutil.copy(REPO / "params.yaml", tmp_path / "params.yaml")
+    return tmp_path
+
+
+def test_scaffold_creates_a_working_labeler_test_registry_and_params_entry(project):
+    main(["word_count", "--root", str(project)])
+    source = project / "transforms/labelers/word_count.py"
+    spec = importlib.util.spec_from_file_location("word_count", source)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    labeler = module.WordCountLabeler()
+    assert labeler.label("hello").verdict == "correct" and labeler.label(None).score is None
+
+    init = (project / "transforms/labelers/__init__.py").read_text()
+    compile(init, "__init__.py", "exec")
+    assert "from rewardmill.transforms.labelers.word_count import WordCountLabeler" in init
+    assert '"word_count": WordCountLabeler,' in init and '"math_answer": MathAnswerVerifier,' in init
+
+    params = yaml.safe_load((project / "params.yaml").read_text())
+    assert list(params["labelers"])[-1] == "word_count"
+    assert from_dict(LabelerParams, params["labelers"]["word_count"], "labelers.word_count").labeler == "word_count"
+    original = yaml.safe_load((REPO / "params.yaml").read_text())
+    assert {k: v for k, v in params.items() if k != "labelers"} == {
+        k: v for k, v in original.items() if k != "labelers"
+    }
+    test = (project / "tests/transforms/labelers/test_word_count.py").read_text()
+    compile(test, "test_word_count.py", "exec")
+
+
+@pytest.mark.parametrize("name", ["WordCount", "1abc", "has-dash", "math_answer"])
+def test_bad_or_existing_names_change_nothing(project, name):
+    if name == "math_answer":
+        (project / "transforms/labelers/math_answer.py").write_text("# exists\n")
+    before = (project / "params.yaml").read_text(), (project / "transforms/labelers/__init__.py").read_text()
+    with pytest.raises(SystemExit):
+        main([name, "--root", str(project)])
+    after = (project / "params.yaml").read_text(), (project / "transforms/labelers/__init__.py").read_text()
+    assert before == after

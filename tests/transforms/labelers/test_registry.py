@@ -1,0 +1,22 @@
+"""The registry's conventions that dvc.yaml and the Beam wrapper rely on, checked for every labeler."""
+
+import pickle
+
+import pytest
+
+from rewardmill.pipelines.config import from_dict
+from rewardmill.schemas.rollout import ROLLOUT_V1
+from rewardmill.transforms.labelers import LABELERS
+from tests.conftest import REPO
+
+
+@pytest.mark.parametrize("key", sorted(LABELERS))
+def test_labeler_conventions(key):
+    cls = LABELERS[key]
+    # label@<key> stages depend on transforms/labelers/<labeler key>.py
+    assert (REPO / "transforms/labelers" / f"{key}.py").exists()
+    assert cls.name == key and isinstance(cls.version, str) and cls.version
+    labeler = cls(from_dict(cls.Config, {}, key))
+    assert set(labeler.reads) <= set(ROLLOUT_V1.names)
+    assert getattr(labeler, "tasks", None) is None or isinstance(labeler.tasks, tuple)
+    assert pickle.loads(pickle.dumps(labeler)).version == cls.version
