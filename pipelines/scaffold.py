@@ -42,7 +42,7 @@ class {cls}:
         return Label(1.0 if ok else 0.0, 1.0, "correct" if ok else "incorrect", f"{{len(completion)}} chars")
 '''
 
-TEST_TEMPLATE = '''import pickle
+TEST_TEMPLATE = """import pickle
 
 import pytest
 
@@ -66,7 +66,7 @@ def test_verdict_table(completion, verdict, score):
 def test_registered_and_picklable():
     assert LABELERS["{name}"] is {cls}
     assert pickle.loads(pickle.dumps({cls}())).label("x").verdict == "correct"
-'''
+"""
 
 
 def class_name(name: str) -> str:

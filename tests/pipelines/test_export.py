@@ -68,8 +68,14 @@ def project(tmp_path, monkeypatch):
         pq.write_table(pa.Table.from_pylist(part, schema=PAIR_V1), pairs / f"part-{k:05d}-of-00002.parquet")
     rejects = [reject("assemble", "q99", "tie", "equal scores")]
     pq.write_table(pa.Table.from_pylist(rejects, schema=REJECT_V1), pairs / "_rejects/part-00000-of-00001.parquet")
-    manifest = {"stage": "assemble", "schema": "pair_v1", "rows": 10, "rejects": {"tie": 1}, "params_hash": "9" * 64,
-                "params": {}}
+    manifest = {
+        "stage": "assemble",
+        "schema": "pair_v1",
+        "rows": 10,
+        "rejects": {"tie": 1},
+        "params_hash": "9" * 64,
+        "params": {},
+    }
     (pairs / "_manifest.json").write_text(json.dumps(manifest))
     (tmp_path / "models/policy").mkdir(parents=True)
     policy = {"name": "tiny", "source": "builtin:tiny", "fingerprint": "f" * 64}
@@ -86,8 +92,11 @@ def run(out: str, *extra: str) -> Path:
 
 
 def sha256s(root: Path) -> dict[str, str]:
-    return {p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(root.rglob("*")) if p.is_file()}
+    return {
+        p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
 
 
 @pytest.fixture
@@ -159,8 +168,10 @@ def test_every_config_folder_is_exported_and_loads(project, offline):
 
 def test_dofns_pickle():
     cfg = ExportConfig()
-    for fn in (_WriteConfig("in", "out", 1, {"pairs": {"schema": "pair_v1"}}),
-               _WriteCard("out", cfg, Provenance(params_hash="0"), {}, None)):
+    for fn in (
+        _WriteConfig("in", "out", 1, {"pairs": {"schema": "pair_v1"}}),
+        _WriteCard("out", cfg, Provenance(params_hash="0"), {}, None),
+    ):
         assert pickle.loads(pickle.dumps(fn)).__dict__.keys() == fn.__dict__.keys()
 
 
@@ -201,8 +212,11 @@ LOCK = {
     "stages": {
         "prompts": {"cmd": "p", "outs": [{"path": "data/prompts", "md5": "1"}]},
         "model": {"cmd": "m", "outs": [{"path": "models/policy", "md5": "2"}]},
-        "assemble": {"cmd": "a", "deps": [{"path": "data/prompts", "md5": "1"}],
-                     "outs": [{"path": "data/datasets", "md5": "3"}]},
+        "assemble": {
+            "cmd": "a",
+            "deps": [{"path": "data/prompts", "md5": "1"}],
+            "outs": [{"path": "data/datasets", "md5": "3"}],
+        },
         "validate": {"cmd": "v", "deps": [{"path": "data/datasets", "md5": "3"}], "outs": [{"path": "reports"}]},
         "export": {"cmd": "e", "deps": [{"path": "data/datasets", "md5": "3"}], "outs": [{"path": "export"}]},
     },
@@ -219,8 +233,11 @@ def test_lock_digest_covers_only_upstream_stages(tmp_path):
     assert base and len(base) == 64
     stages = LOCK["stages"]
     # This stage's own entry and sibling stages do not change it, so a forced rerun gives the same card...
-    unrelated = {**stages, "export": {**stages["export"], "outs": [{"path": "export", "md5": "new"}]},
-                 "validate": {**stages["validate"], "cmd": "changed"}}
+    unrelated = {
+        **stages,
+        "export": {**stages["export"], "outs": [{"path": "export", "md5": "new"}]},
+        "validate": {**stages["validate"], "cmd": "changed"},
+    }
     assert digest(tmp_path, {**LOCK, "stages": unrelated}) == base
     # ...while any upstream stage, however far back, does.
     upstream = {**stages, "prompts": {**stages["prompts"], "outs": [{"path": "data/prompts", "md5": "9"}]}}
