@@ -6,11 +6,21 @@ value = "module:Class"); built-ins win on a name clash.
 
 from importlib.metadata import entry_points
 
+from rewardmill.transforms.labelers.format import FormatVerifier
+from rewardmill.transforms.labelers.instruction_following import InstructionFollowingVerifier
+from rewardmill.transforms.labelers.length import LengthPenaltyVerifier
 from rewardmill.transforms.labelers.math_answer import MathAnswerVerifier
+from rewardmill.transforms.labelers.reference_similarity import ReferenceSimilarityVerifier
+from rewardmill.transforms.labelers.tiered import TieredVerifier
 
 # `rewardmill new-labeler NAME` adds its import above and its entry below.
 LABELERS = {
+    "format": FormatVerifier,
+    "instruction_following": InstructionFollowingVerifier,
+    "length": LengthPenaltyVerifier,
     "math_answer": MathAnswerVerifier,
+    "reference_similarity": ReferenceSimilarityVerifier,
+    "tiered": TieredVerifier,
 }
 
 ENTRY_POINT_GROUP = "rewardmill.labelers"

@@ -1,0 +1,130 @@
+"""InstructionFollowingVerifier: which IFEval constraints does the completion satisfy? (if-verifiable)."""
+
+import json
+import re
+from dataclasses import dataclass
+
+from rewardmill.transforms.labelers.base import Label
+
+MODES = ("strict", "loose")
+# The checks are rules, but some rest on heuristics (sentence splitting, langdetect), so a score is not certain.
+CONFIDENCE = 0.9
+ASPECT = "instruction_following"
+NLTK_RESOURCE = re.compile(r"Resource '?([\w/.-]+)'? not found")
+
+
+@dataclass(frozen=True)
+class InstructionFollowingConfig:
+    mode: str = (
+        "strict"  # strict: the completion as is | loose: any of IFEval's 8 variants (drop first/last line, no *)
+    )
+
+    def __post_init__(self):
+        if self.mode not in MODES:
+            raise ValueError(f"mode must be one of {MODES}, got {self.mode!r}")
+
+
+def parse_constraints(constraints: str) -> tuple[list[str], list[dict]]:
+    """IFEval's {"instruction_id_list": [...], "kwargs": [{...}, ...]} -> (ids, kwargs); ValueError if malformed."""
+    try:
+        data = json.loads(constraints)
+    except (TypeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"constraints are not JSON: {exc}") from exc
+    if not isinstance(data, dict) or not isinstance(data.get("instruction_id_list"), list):
+        raise ValueError("constraints need an 'instruction_id_list' list")
+    ids = data["instruction_id_list"]
+    kwargs = data.get("kwargs") or [{} for _ in ids]
+    if not isinstance(kwargs, list) or len(kwargs) != len(ids):
+        raise ValueError(f"'kwargs' must be a list of {len(ids)} mappings, one per instruction")
+    kwargs = [{} if kw is None else kw for kw in kwargs]
+    if not all(isinstance(i, str) for i in ids) or not all(isinstance(kw, dict) for kw in kwargs):
+        raise ValueError("instruction ids must be strings and kwargs mappings")
+    # IFEval's HF rows carry every kwarg key with null for the unused ones; the checkers take only the set ones.
+    return ids, [{k: v for k, v in kw.items() if v is not None} for kw in kwargs]
+
+
+def build_checker(registry: dict, instruction_id: str, kwargs: dict):
+    """A checker set up with `kwargs`; ValueError when they are missing or invalid. A missing argument is an
+    error, not a default: the IFEval checkers would pick a random value, and labels must be reproducible."""
+    checker = registry[instruction_id](instruction_id)
+    missing = [k for k in checker.get_instruction_args_keys() if k not in kwargs]
+    if missing:
+        raise ValueError(f"{instruction_id}: missing kwargs {missing}")
+    try:
+        checker.build_description(**kwargs)
+    except Exception as exc:  # unknown keyword, unsupported relation or language, ...
+        raise ValueError(f"{instruction_id}: bad kwargs {kwargs}: {type(exc).__name__}: {exc}") from exc
+    return checker
+
+
+class InstructionFollowingVerifier:
+    """Score = the fraction of the prompt's IFEval instructions the completion follows (strict or loose).
+
+    Input columns: completion, constraints (IFEval JSON).   Output: score (None = cannot verify: bad or
+    unknown constraints, or a check whose NLTK data is not installed), verdict (correct = all followed),
+    rationale, raw (JSON: per-instruction strict and loose results). A leading <think> block is ignored.
+    """
+
+    name = "instruction_following"
+    version = "1"
+    reads = ("completion", "constraints")
+    tasks = ("instruction",)
+    Config = InstructionFollowingConfig
+
+    def __init__(self, config: InstructionFollowingConfig | None = None):
+        self.config = config or InstructionFollowingConfig()
+
+    def label(self, completion: str | None, constraints: str | None) -> Label:
+        # if-verifiable's IFBench module downloads NLTK data when imported: only the IFEval part is used.
+        import langdetect
+        from if_verifiable.common import get_loose_transformations, strip_thinking
+        from if_verifiable.ifeval.instructions_registry import INSTRUCTION_DICT
+
+        langdetect.DetectorFactory.seed = 0  # langdetect samples randomly; seed it so labels are reproducible
+
+        if not constraints:
+            return Label(None, 0.0, "abstain", "no constraints for this prompt", aspect=ASPECT)
+        if not isinstance(completion, str):
+            return Label(None, 0.0, "abstain", f"completion is {type(completion).__name__}, not text", aspect=ASPECT)
+        try:
+            ids, kwargs = parse_constraints(constraints)
+        except ValueError as exc:
+            return Label(None, 0.0, "error", str(exc)[:500], aspect=ASPECT)
+        if not ids:
+            return Label(None, 0.0, "abstain", "constraints list no instructions", aspect=ASPECT)
+        unknown = sorted({i for i in ids if i not in INSTRUCTION_DICT})
+        if unknown:
+            return Label(None, 0.0, "abstain", f"no IFEval check for instruction ids {unknown}", aspect=ASPECT)
+        try:
+            checkers = [build_checker(INSTRUCTION_DICT, i, kw) for i, kw in zip(ids, kwargs, strict=True)]
+        except ValueError as exc:
+            return Label(None, 0.0, "error", str(exc)[:500], aspect=ASPECT)
+
+        response = strip_thinking(completion)
+        variants = [v for v in get_loose_transformations(response) if v.strip()] if response.strip() else []
+        results, missing_data = [], {}
+        for instruction_id, checker in zip(ids, checkers, strict=True):
+            try:  # variants[0] is the response itself: strict checks it alone, loose takes any variant
+                strict = bool(variants) and bool(checker.check_following(variants[0]))
+                loose = strict or any(checker.check_following(v) for v in variants[1:])
+            except LookupError as exc:  # NLTK data (punkt_tab) is not installed; nothing is downloaded here
+                found = NLTK_RESOURCE.search(str(exc))
+                missing_data[instruction_id] = found.group(1) if found else "unknown"
+                continue
+            except Exception as exc:
+                reason = f"{instruction_id}: check failed: {type(exc).__name__}: {exc}"
+                return Label(None, 0.0, "error", reason[:500], aspect=ASPECT)
+            results.append({"id": instruction_id, "strict": strict, "loose": loose})
+        raw = json.dumps({"mode": self.config.mode, "instructions": results})
+        if missing_data:
+            reason = f"NLTK data not installed for {missing_data} (instruction id: resource)"
+            return Label(None, 0.0, "error", reason, raw, aspect=ASPECT)
+
+        followed = [r["id"] for r in results if r[self.config.mode]]
+        score = len(followed) / len(results)
+        missed = [r["id"] for r in results if not r[self.config.mode]]
+        rationale = f"{len(followed)}/{len(results)} instructions followed ({self.config.mode})"
+        if missed:
+            rationale += f"; not followed: {missed}"
+        verdict = "correct" if not missed else "incorrect"
+        return Label(score, CONFIDENCE, verdict, rationale[:500], raw, aspect=ASPECT)
