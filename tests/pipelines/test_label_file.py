@@ -75,3 +75,24 @@ def test_bad_input_line_is_named(tmp_path):
     src.write_text('{"completion": "1"}\n{oops\n')
     with pytest.raises(SystemExit, match="in.jsonl:2"):
         main(["--labeler", "math_answer", "--input", str(src), "--output", str(tmp_path / "o.jsonl")])
+
+
+def test_humaneval_canonical_solutions_all_pass_through_the_cli(tmp_path):
+    """Acceptance: through `rewardmill label`, all 164 canonical solutions score 1.0; wrong ones score 0."""
+    from rewardmill.transforms.sources import humaneval
+
+    records = humaneval.generate()
+    rows = [{"completion": r["reference"], "tests": r["tests"], "task": "code"} for r in records]
+    wrong = [
+        {"completion": "    return None\n", "tests": records[0]["tests"], "task": "code"},  # wrong value
+        {"completion": "    raise ValueError('no')\n", "tests": records[1]["tests"], "task": "code"},  # raises
+    ]
+    out = tmp_path / "labels.parquet"
+    src = write_jsonl(tmp_path / "he.jsonl", rows + wrong)
+    main(["--labeler", "code_tests", "--config", '{"workers": 4}', "--input", str(src), "--output", str(out)])
+    labels = pq.read_table(out).to_pylist()
+    assert len(records) == 164 and len(labels) == 166
+    failed = {records[lab["row"]]["metadata"]: lab["rationale"] for lab in labels[:164] if lab["score"] != 1.0}
+    assert failed == {}
+    assert [(lab["verdict"], lab["score"]) for lab in labels[164:]] == [("incorrect", 0.0)] * 2
+    assert "ValueError" in labels[165]["rationale"]

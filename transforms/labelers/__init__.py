@@ -6,6 +6,7 @@ value = "module:Class"); built-ins win on a name clash.
 
 from importlib.metadata import entry_points
 
+from rewardmill.transforms.labelers.code_tests import CodeTestsVerifier
 from rewardmill.transforms.labelers.format import FormatVerifier
 from rewardmill.transforms.labelers.instruction_following import InstructionFollowingVerifier
 from rewardmill.transforms.labelers.length import LengthPenaltyVerifier
@@ -15,6 +16,7 @@ from rewardmill.transforms.labelers.tiered import TieredVerifier
 
 # `rewardmill new-labeler NAME` adds its import above and its entry below.
 LABELERS = {
+    "code_tests": CodeTestsVerifier,
     "format": FormatVerifier,
     "instruction_following": InstructionFollowingVerifier,
     "length": LengthPenaltyVerifier,

@@ -15,6 +15,32 @@ NOT_APPLICABLE = "not_applicable"
 log = logging.getLogger("rewardmill")
 
 
+class LabelAll(beam.PTransform):
+    """rollout rows -> LabelRollouts outputs, in batches so labelers with `label_many` run rows in parallel."""
+
+    def __init__(
+        self,
+        labeler_cls,
+        config,
+        key: str,
+        cache_dir: str | None = None,
+        flush_every: int = 64,
+        total: int | None = None,
+        batch_size: int = 32,
+    ):
+        super().__init__()
+        self.dofn = LabelRollouts(labeler_cls, config, key, cache_dir, flush_every, total)
+        self.batch_size = batch_size
+
+    def expand(self, rows):
+        return (
+            rows
+            # Small batches: a killed stage loses at most one batch of work (the cache is written per batch).
+            | "Batch" >> beam.BatchElements(min_batch_size=min(8, self.batch_size), max_batch_size=self.batch_size)
+            | "Label" >> beam.ParDo(self.dofn).with_outputs(REJECTED, NOT_APPLICABLE, main="labels")
+        )
+
+
 class LabelRollouts(beam.DoFn):
     """Main output: LABEL_V1 rows. Tagged `rejected`: rows lacking a column the labeler reads. Tagged
     `not_applicable`: (task, rollout_id) of rows whose task the labeler does not handle (its `tasks`).
@@ -44,34 +70,69 @@ class LabelRollouts(beam.DoFn):
         self.labeler = self.labeler_cls(self.config)
         self.progress = Progress(f"label@{self.key}: rollouts", self.total)
 
-    def process(self, row):
-        tasks = getattr(self.labeler, "tasks", None)
-        if tasks and row.get("task") not in tasks:
-            beam.metrics.Metrics.counter("label", "not_applicable").inc()
-            self.progress.update(1)
-            yield beam.pvalue.TaggedOutput(NOT_APPLICABLE, (row.get("task"), row.get("rollout_id")))
-            return
-        reads = self.labeler.reads
-        missing = [c for c in reads if c not in row]
-        if missing:
-            beam.metrics.Metrics.counter("label", "rejected_missing_column").inc()
-            yield beam.pvalue.TaggedOutput(
-                REJECTED, reject(f"label@{self.key}", row.get("rollout_id"), "missing_column", f"missing {missing}")
-            )
-            return
-        values = tuple(row[c] for c in reads)
-        key = record_key(values) if self.cache is not None else None
-        label = self.cache.get(key) if self.cache is not None else None
-        if label is None:
+    def process(self, element):
+        """`element` is one rollout row, or a list of rows (after BatchElements) for labelers with `label_many`."""
+        rows = element if isinstance(element, list) else [element]
+        todo = []  # (row, values, cache key) of rows that need computing
+        done = {}  # id(row) -> Label
+        for row in rows:
+            tasks = getattr(self.labeler, "tasks", None)
+            if tasks and row.get("task") not in tasks:
+                beam.metrics.Metrics.counter("label", "not_applicable").inc()
+                self.progress.update(1)
+                yield beam.pvalue.TaggedOutput(NOT_APPLICABLE, (row.get("task"), row.get("rollout_id")))
+                continue
+            missing = [c for c in self.labeler.reads if c not in row]
+            if missing:
+                beam.metrics.Metrics.counter("label", "rejected_missing_column").inc()
+                yield beam.pvalue.TaggedOutput(
+                    REJECTED,
+                    reject(f"label@{self.key}", row.get("rollout_id"), "missing_column", f"missing {missing}"),
+                )
+                continue
+            values = tuple(row[c] for c in self.labeler.reads)
+            key = record_key(values) if self.cache is not None else None
+            cached = self.cache.get(key) if self.cache is not None else None
+            if cached is not None:
+                done[id(row)] = cached
+            else:
+                todo.append((row, values, key))
+        for (row, _, _), label in zip(todo, self._compute([(values, key) for _, values, key in todo]), strict=True):
+            done[id(row)] = label
+        for row in rows:
+            label = done.get(id(row))
+            if label is not None:
+                beam.metrics.Metrics.counter("label", f"verdict_{label.verdict}").inc()
+                self.progress.update(1)
+                yield label_row(row, self.key, self.labeler.version, label)
+
+    def _compute(self, todo: list[tuple]) -> list[Label]:
+        """Labels for (values, cache key) pairs, each cached as soon as it exists: `label_many` (parallel inside
+        the labeler) when it has one, else one by one, so a killed stage keeps every label it finished."""
+        if len(todo) > 1 and callable(getattr(self.labeler, "label_many", None)):
             try:
-                label = self.labeler.label(*values)
-            except Exception as exc:  # one bad row never stops the stage
-                label = Label(None, 0.0, "error", f"{type(exc).__name__}: {exc}"[:500])
-            if self.cache is not None:
-                self.cache.put(key, label)
-        beam.metrics.Metrics.counter("label", f"verdict_{label.verdict}").inc()
-        self.progress.update(1)
-        yield label_row(row, self.key, self.labeler.version, label)
+                labels = list(self.labeler.label_many([values for values, _ in todo]))
+            except Exception:  # fall back to one by one, so only the failing rows get an error label
+                labels = None
+            if labels is not None:
+                for (_, key), label in zip(todo, labels, strict=True):
+                    self._remember(key, label)
+                return labels
+        labels = []
+        for values, key in todo:
+            labels.append(self._label_one(values))
+            self._remember(key, labels[-1])
+        return labels
+
+    def _remember(self, key: str | None, label: Label) -> None:
+        if self.cache is not None:
+            self.cache.put(key, label)
+
+    def _label_one(self, values: tuple) -> Label:
+        try:
+            return self.labeler.label(*values)
+        except Exception as exc:  # one bad row never stops the stage
+            return Label(None, 0.0, "error", f"{type(exc).__name__}: {exc}"[:500])
 
     def finish_bundle(self):
         if self.cache is not None:

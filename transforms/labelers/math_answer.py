@@ -15,6 +15,7 @@ CONFIDENCE_INCORRECT = 0.86
 class MathAnswerConfig:
     timeout_seconds: int = 5  # per parse/verify call; exceeded => verdict timeout, score None
     float_rounding: int = 6
+    workers: int = 2  # helper processes verifying a batch in parallel (math-verify is CPU-bound, one core each)
 
 
 def verify_answer(completion: str, reference: str, timeout_seconds: int, float_rounding: int = 6) -> Label:
@@ -57,7 +58,7 @@ class MathAnswerVerifier:
 
     def __init__(self, config: MathAnswerConfig | None = None):
         self.config = config or MathAnswerConfig()
-        self._runner = MainThreadRunner()
+        self._runner = MainThreadRunner(max(1, self.config.workers))
 
     def label(self, completion: str, reference: str | None) -> Label:
         if not reference:
@@ -71,6 +72,23 @@ class MathAnswerVerifier:
             )
         except HardTimeout as exc:
             return Label(None, 0.0, "timeout", str(exc))
+
+    def label_many(self, rows: list[tuple[str, str | None]]) -> list[Label]:
+        """label(*row) for each (completion, reference), verified on `workers` processes; order is kept.
+
+        A call past the hard bound raises HardTimeout; the Beam wrapper then labels the batch one by one.
+        """
+        cfg = self.config
+        todo = [i for i, (_, reference) in enumerate(rows) if reference]
+        results = self._runner.map(
+            verify_answer,
+            [(rows[i][0], rows[i][1], cfg.timeout_seconds, cfg.float_rounding) for i in todo],
+            hard_timeout=3 * cfg.timeout_seconds + 10,
+        )
+        labels = [Label(None, 0.0, "abstain", "no reference answer for this prompt")] * len(rows)
+        for i, label in zip(todo, results, strict=True):
+            labels[i] = label
+        return labels
 
     def teardown(self) -> None:
         self._runner.close()

@@ -5,7 +5,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rewardmill.pipelines.config import from_dict
-from rewardmill.transforms.sources import arithmetic, files
+from rewardmill.transforms.sources import arithmetic, code_basics, files, humaneval
 from rewardmill.transforms.sources.normalize import RecordError
 
 
@@ -49,7 +49,48 @@ class HFDatasetSource:
         yield from files.read_hf(self.dataset, self.config, self.split, self.columns, self.limit)
 
 
-SOURCE_KINDS = {"arithmetic": ArithmeticSource, "file": FileSource, "hf": HFDatasetSource}
+@dataclass(frozen=True)
+class HumanEvalSource:
+    name: str
+    kind: str = "humaneval"
+    limit: int | None = None  # the first N of HumanEval's 164 problems; None = all
+    task = "code"  # not a params key: every record is a code task
+
+    def __post_init__(self):
+        _check_limit(self.limit)
+
+    def records(self):
+        for record in humaneval.generate(self.limit):
+            yield f"{self.name}:{record['metadata']['task_id']}", record
+
+
+@dataclass(frozen=True)
+class CodeBasicsSource:
+    name: str
+    kind: str = "code_basics"
+    limit: int | None = None  # the first N built-in tasks; None = all
+    task = "code"  # not a params key: every record is a code task
+
+    def __post_init__(self):
+        _check_limit(self.limit)
+
+    def records(self):
+        for record in code_basics.generate(self.limit):
+            yield f"{self.name}:{record['metadata']['name']}", record
+
+
+def _check_limit(limit: int | None) -> None:
+    if limit is not None and limit < 0:
+        raise ValueError(f"limit must be >= 0 or null, got {limit}")
+
+
+SOURCE_KINDS = {
+    "arithmetic": ArithmeticSource,
+    "file": FileSource,
+    "hf": HFDatasetSource,
+    "humaneval": HumanEvalSource,
+    "code_basics": CodeBasicsSource,
+}
 
 
 def parse_source(raw: Any, where: str):

@@ -76,3 +76,12 @@ def test_registry_and_pickle_round_trip():
         get_labeler_class("nope")
     v = pickle.loads(pickle.dumps(MathAnswerVerifier(MathAnswerConfig(timeout_seconds=2))))
     assert v.config.timeout_seconds == 2 and v.label("\\boxed{1}", "1").verdict == "correct"
+
+
+def test_label_many_matches_label_in_order():
+    rows = [("\\boxed{4}", "4"), ("\\boxed{5}", "4"), ("\\boxed{1}", None), ("1/2", "0.5")]
+    v = MathAnswerVerifier(MathAnswerConfig(workers=2))
+    try:
+        assert v.label_many(rows) == [v.label(*row) for row in rows]
+    finally:
+        v.teardown()

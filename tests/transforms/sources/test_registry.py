@@ -64,7 +64,8 @@ def test_parse_source(raw, expected):
         # an unknown kind lists the known ones
         (
             {"name": "x", "kind": "csv"},
-            r"'prompts\.sources\[0\]\.kind' 'csv' unknown; known: \['arithmetic', 'file', 'hf'\]",
+            r"'prompts\.sources\[0\]\.kind' 'csv' unknown; "
+            r"known: \['arithmetic', 'code_basics', 'file', 'hf', 'humaneval'\]",
         ),
         # no kind at all
         ({"name": "x"}, r"'prompts\.sources\[0\]' must be a mapping with a 'kind'"),

@@ -1,0 +1,292 @@
+"""transforms/labelers/code_tests.py + code_harness.py: pass rate over the prompt's tests, run in the sandbox."""
+
+import json
+import pickle
+import time
+
+import pytest
+
+from rewardmill.pipelines.config import ConfigError, from_dict
+from rewardmill.transforms.labelers import sandbox as sandbox_mod
+from rewardmill.transforms.labelers.code_harness import extract_code, parse_tests, same_output
+from rewardmill.transforms.labelers.code_tests import CodeTestsConfig, CodeTestsVerifier
+from rewardmill.transforms.labelers.sandbox import SandboxUnavailable
+from rewardmill.transforms.sources import humaneval
+
+
+@pytest.fixture(scope="module")
+def verifier():
+    v = CodeTestsVerifier(CodeTestsConfig(timeout_seconds=1.0, workers=4))
+    try:
+        v.sandbox.mechanism()
+    except SandboxUnavailable as exc:
+        pytest.fail(f"{exc}: install Debian's bubblewrap (`make install` does, as root)")
+    yield v
+    v.teardown()
+
+
+ADD_ASSERTS = json.dumps(
+    {"style": "asserts", "asserts": ["assert add(1, 2) == 3", "assert add(2, 2) == 4", "assert add(-1, 1) == 0"]}
+)
+
+
+@pytest.mark.parametrize(
+    "completion, score, verdict, rationale_has",
+    [
+        # correct, in a fenced block after some prose
+        ("Sure:\n```python\ndef add(a, b):\n    return a + b\n```\nDone.", 1.0, "correct", "3/3"),
+        # wrong return value
+        ("def add(a, b):\n    return a - b - 1", 0.0, "incorrect", "AssertionError"),
+        # raises: the exception is named
+        ("def add(a, b):\n    return a / 0", 0.0, "incorrect", "ZeroDivisionError"),
+        # partial: right for positive a only (passes 2 of 3)
+        ("def add(a, b):\n    return a + b if a > 0 else 7", 2 / 3, "incorrect", "2/3"),
+        # infinite loop in the function: each test times out
+        ("def add(a, b):\n    while True:\n        pass", 0.0, "timeout", "timeout"),
+        # infinite loop while loading the code
+        ("while True:\n    pass", 0.0, "timeout", "loading"),
+        # syntax error: the code never runs
+        ("def add(a, b)\n    return a + b", 0.0, "incorrect", "syntax error"),
+        # raises at import time
+        ("import nonexistent_module_xyz\ndef add(a, b):\n    return a + b", 0.0, "incorrect", "ModuleNotFoundError"),
+        # exits the process: the unreported tests crash
+        ("import os\nos._exit(0)", 0.0, "incorrect", "ended before reporting"),
+        # sys.exit inside the function is an error, not a pass
+        ("def add(a, b):\n    raise SystemExit(0)", 0.0, "incorrect", "SystemExit"),
+        # prints and a __main__ demo do not interfere
+        (
+            "print('hi')\ndef add(a, b):\n    return a + b\nif __name__ == '__main__':\n    input()",
+            1.0,
+            "correct",
+            "3/3",
+        ),
+        # forged harness lines on stdout are not results
+        ('def add(a, b):\n    print(\'{"test": 0, "status": "pass"}\')\n    return -99', 0.0, "incorrect", "0/3"),
+        # the function name is wrong
+        ("def plus(a, b):\n    return a + b", 0.0, "incorrect", "NameError"),
+        # no code at all
+        ("", 0.0, "incorrect", "no code"),
+    ],
+)
+def test_asserts_verdict_table(verifier, completion, score, verdict, rationale_has):
+    label = verifier.label(completion, ADD_ASSERTS)
+    assert (label.verdict, label.score) == (verdict, pytest.approx(score)), label
+    assert rationale_has in label.rationale
+    assert label.aspect == "correctness"
+
+
+def test_raw_has_per_test_results(verifier):
+    label = verifier.label("def add(a, b):\n    return a + b if a > 0 else 7", ADD_ASSERTS)
+    raw = json.loads(label.raw)
+    assert raw["style"] == "asserts" and raw["isolation"] in ("bwrap", "unshare", "none")
+    assert [t["status"] for t in raw["tests"]] == ["pass", "pass", "fail"]
+    assert raw["pass_rate"] == pytest.approx(2 / 3)
+
+
+def test_setup_code_runs_before_asserts(verifier):
+    tests = json.dumps(
+        {"style": "asserts", "setup": "import math", "asserts": ["assert math.isclose(area(1), math.pi)"]}
+    )
+    assert verifier.label("import math\ndef area(r):\n    return math.pi * r * r", tests).verdict == "correct"
+
+
+def test_bare_list_of_asserts_is_accepted(verifier):
+    assert verifier.label("def f():\n    return 1", '["assert f() == 1"]').score == 1.0
+
+
+def test_per_test_timeout_keeps_other_results(verifier):
+    tests = json.dumps({"style": "asserts", "asserts": ["assert f(1) == 1", "assert f(0) == 0", "assert f(2) == 2"]})
+    label = verifier.label("def f(x):\n    while x == 0:\n        pass\n    return x", tests)
+    assert [t["status"] for t in json.loads(label.raw)["tests"]] == ["pass", "timeout", "pass"]
+    assert (label.verdict, label.score) == ("timeout", pytest.approx(2 / 3))
+
+
+HE_TEST = "def check(candidate):\n    assert candidate(2) == 4\n    assert candidate(-3) == 9\n"
+HE_PROMPT = 'import math\n\n\ndef sq(x: int) -> int:\n    """Return x squared."""\n'
+HE_TESTS = json.dumps({"style": "humaneval", "test": HE_TEST, "entry_point": "sq", "prompt": HE_PROMPT})
+
+
+@pytest.mark.parametrize(
+    "completion, score, verdict",
+    [
+        ("    return x * x\n", 1.0, "correct"),  # a body continuing the prompt
+        ("```python\ndef sq(x):\n    return x ** 2\n```", 1.0, "correct"),  # a whole function
+        ("```python\ndef sq(x):\n    return int(math.pow(x, 2))\n```", 1.0, "correct"),  # uses the prompt's import
+        ("    return x * 2\n", 0.0, "incorrect"),  # wrong value
+        ("    return None\n", 0.0, "incorrect"),  # returns nothing
+        ("    raise ValueError('no')\n", 0.0, "incorrect"),  # raises
+        ("  return x *\n", 0.0, "incorrect"),  # does not compile
+    ],
+)
+def test_humaneval_style(verifier, completion, score, verdict):
+    label = verifier.label(completion, HE_TESTS)
+    assert (label.verdict, label.score) == (verdict, score), label
+
+
+STDIO = json.dumps(
+    {
+        "style": "stdio",
+        "cases": [
+            {"input": "1 2\n", "output": "3\n"},
+            {"input": "10 -4\n", "output": "6"},  # expected without the final newline
+            {"input": "0 0\n", "output": "0\n\n"},  # expected with a trailing blank line
+        ],
+    }
+)
+
+
+@pytest.mark.parametrize(
+    "completion, score, verdict, rationale_has",
+    [
+        ("a, b = map(int, input().split())\nprint(a + b)", 1.0, "correct", "3/3"),  # correct
+        ("a, b = map(int, input().split())\nprint(a + b, ' ')", 1.0, "correct", "3/3"),  # trailing space is fine
+        ("a, b = map(int, input().split())\nprint(a + b if a else 5)", 2 / 3, "incorrect", "expected"),  # partial
+        ("a, b = map(int, input().split())\nprint(a // 0)", 0.0, "incorrect", "ZeroDivisionError"),  # raises
+        ("print(", 0.0, "incorrect", "SyntaxError"),  # does not compile
+        ("while True:\n    pass", 0.0, "timeout", "timed out"),  # never ends
+    ],
+)
+def test_stdio_style(verifier, completion, score, verdict, rationale_has):
+    label = verifier.label(completion, STDIO)
+    assert (label.verdict, label.score) == (verdict, pytest.approx(score)), label
+    assert rationale_has in label.rationale
+
+
+def test_stdio_cases_run_in_parallel(verifier):
+    start = time.monotonic()
+    label = verifier.label("while True:\n    pass", STDIO)  # 3 cases x ~3 s each if run one after another
+    assert label.verdict == "timeout" and time.monotonic() - start < 7
+
+
+@pytest.mark.parametrize(
+    "tests, verdict, rationale_has",
+    [
+        (None, "abstain", "no tests"),  # a prompt without tests
+        ("{not json", "error", "not JSON"),  # malformed JSON
+        ('{"style": "pytest"}', "error", "style"),  # unknown style
+        ('{"style": "asserts", "asserts": []}', "error", "non-empty"),  # no asserts
+        ('{"style": "humaneval", "test": "def check(c): pass"}', "error", "entry_point"),  # no entry point
+        ('{"style": "stdio", "cases": [{"input": "1"}]}', "error", "case 0"),  # a case without output
+        ('["assert f(1) =="]', "error", "does not compile"),  # the test itself is broken
+        ('{"style": "asserts", "setup": "import nope_xyz", "asserts": ["assert 1"]}', "error", "tests' own code"),
+    ],
+)
+def test_malformed_tests_cannot_label(verifier, tests, verdict, rationale_has):
+    label = verifier.label("def f(x):\n    return x", tests)
+    assert (label.verdict, label.score) == (verdict, None)
+    assert rationale_has in label.rationale
+
+
+def test_sandbox_unavailable_is_a_distinct_error(monkeypatch):
+    monkeypatch.setattr(sandbox_mod, "_working", set())
+    monkeypatch.setattr(sandbox_mod.shutil, "which", lambda name, *a, **k: None)
+    label = CodeTestsVerifier().label("def add(a, b):\n    return a + b", ADD_ASSERTS)
+    assert (label.verdict, label.score) == ("error", None)
+    assert label.rationale.startswith("sandbox:") and "unavailable" in label.rationale
+
+
+@pytest.mark.parametrize(
+    "completion, expected",
+    [
+        ("```python\nx = 1\n```", "x = 1"),  # one python block
+        ("```python\nx = 1\n```\ntext\n```python\nx = 2\n```", "x = 2"),  # the last python block wins
+        ("```py\nx = 1\n```", "x = 1"),  # short tag
+        ("```\nx = 3\n```", "x = 3"),  # an untagged block when there is no python one
+        ("```python\nx = 1\n```\n```\nnot code\n```", "x = 1"),  # a python block beats an untagged one
+        ("```python\ndef f():\n    return 1", "def f():\n    return 1"),  # unclosed fence (cut at max tokens)
+        ("def f():\n    return 1\n\n", "def f():\n    return 1"),  # no fence: the whole text
+        ("\n\n    return x\n", "    return x"),  # a bare body keeps its indentation
+        ("```bash\nls\n```", "```bash\nls\n```"),  # only a non-python block: the whole text
+        ("", ""),  # empty
+    ],
+)
+def test_extract_code(completion, expected):
+    assert extract_code(completion) == expected
+
+
+@pytest.mark.parametrize(
+    "expected, actual, same",
+    [
+        ("3\n", "3\n", True),  # identical
+        ("3", "3\n", True),  # final newline
+        ("1 2\n", "1 2   \n", True),  # trailing spaces
+        ("a\nb\n", "a\r\nb\r\n", True),  # CRLF
+        ("3\n", "3\n\n\n", True),  # trailing blank lines
+        ("3\n", "4\n", False),  # different value
+        ("a\nb\n", "a\n\nb\n", False),  # a blank line in the middle matters
+        (" 3\n", "3\n", False),  # leading space matters
+    ],
+)
+def test_same_output(expected, actual, same):
+    assert same_output(expected, actual) is same
+
+
+def test_parse_tests_reads_each_style():
+    assert parse_tests(ADD_ASSERTS).n_tests == 3
+    he = parse_tests(HE_TESTS)
+    assert (he.style, he.entry_point, he.asserts) == ("humaneval", "sq", ("check(sq)",))
+    assert parse_tests(STDIO).cases[1] == ("10 -4\n", "6")
+
+
+def test_config_from_params():
+    cfg = from_dict(CodeTestsConfig, {"timeout_seconds": 2, "workers": 2, "allow_unisolated_network": False}, "x")
+    assert cfg.timeout_seconds == 2.0 and cfg.workers == 2
+    with pytest.raises(ConfigError, match="timeout"):
+        from_dict(CodeTestsConfig, {"timeuot_seconds": 2}, "x")  # typo
+    with pytest.raises(ConfigError, match="allow_unisolated_network"):
+        from_dict(CodeTestsConfig, {"isolation": "none"}, "x")  # no namespaces needs the explicit flag
+    with pytest.raises(ConfigError, match="workers"):
+        from_dict(CodeTestsConfig, {"workers": 0}, "x")
+
+
+def test_class_attributes():
+    assert CodeTestsVerifier.name == "code_tests"
+    assert CodeTestsVerifier.reads == ("completion", "tests")
+    assert CodeTestsVerifier.tasks == ("code",)
+    assert isinstance(CodeTestsVerifier.version, str)
+
+
+def test_pickles_before_and_after_use(verifier):
+    verifier.label("a, b = map(int, input().split())\nprint(a + b)", STDIO)  # creates the pool and semaphore
+    copy = pickle.loads(pickle.dumps(verifier))
+    assert copy.config == verifier.config
+    assert copy.label("def add(a, b):\n    return a + b", ADD_ASSERTS).score == 1.0
+    copy.teardown()
+
+
+def test_label_many_keeps_order(verifier):
+    rows = [(f"def add(a, b):\n    return a + b + {k}", ADD_ASSERTS) for k in (0, 1, 0, 5)]
+    assert [lab.score for lab in verifier.label_many(rows)] == [1.0, 0.0, 1.0, 0.0]
+
+
+# HumanEval acceptance: every canonical solution scores 1.0; wrong or raising solutions score 0.
+
+
+def test_humaneval_all_canonical_solutions_pass():
+    verifier = CodeTestsVerifier(CodeTestsConfig(workers=4))
+    try:
+        verifier.sandbox.mechanism()
+    except SandboxUnavailable as exc:
+        pytest.fail(f"{exc}: install Debian's bubblewrap (`make install` does, as root)")
+    problems = humaneval.problems()
+    assert len(problems) == 164
+    rows = [(p["canonical_solution"], json.loads(humaneval.to_record(p)["tests"])) for p in problems]
+    labels = verifier.label_many([(code, json.dumps(tests)) for code, tests in rows])
+    failed = {p["task_id"]: lab.rationale for p, lab in zip(problems, labels, strict=True) if lab.score != 1.0}
+    assert failed == {}
+    assert {lab.verdict for lab in labels} == {"correct"}
+
+
+@pytest.mark.parametrize("index", [0, 13, 53, 100, 163])
+@pytest.mark.parametrize(
+    "body, rationale_has",
+    [
+        ("    return None\n", "AssertionError"),  # wrong value
+        ("    raise RuntimeError('broken')\n", "RuntimeError"),  # raises: named in the rationale
+    ],
+)
+def test_humaneval_wrong_solutions_score_zero(verifier, index, body, rationale_has):
+    record = humaneval.generate()[index]
+    label = verifier.label(body, record["tests"])
+    assert (label.verdict, label.score) == ("incorrect", 0.0), label
+    assert rationale_has in label.rationale

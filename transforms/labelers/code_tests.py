@@ -1,0 +1,254 @@
+"""CodeTestsVerifier: run the completion's code against the prompt's tests in a sandbox; score = pass rate."""
+
+import json
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+from rewardmill.transforms.labelers.base import Label
+from rewardmill.transforms.labelers.code_harness import (
+    TestsSpec,
+    extract_code,
+    harness_script,
+    humaneval_program,
+    parse_tests,
+    read_report,
+    same_output,
+)
+from rewardmill.transforms.labelers.sandbox import (
+    Sandbox,
+    SandboxLimits,
+    SandboxResult,
+    SandboxUnavailable,
+    describe,
+)
+from rewardmill.transforms.labelers.sandbox_isolation import MECHANISMS
+
+# A failing test is a concrete counterexample; passing tests can under-specify the task; a timeout can also
+# come from a loaded machine.
+CONFIDENCE_CORRECT = 0.95
+CONFIDENCE_INCORRECT = 0.99
+CONFIDENCE_TIMEOUT = 0.5
+STARTUP_SECONDS = 2.0  # interpreter start-up allowance on top of the per-test budget
+FAILING = ("fail", "error", "crash")
+
+
+@dataclass(frozen=True)
+class CodeTestsConfig:
+    timeout_seconds: float = 5.0  # per test (an assert, a HumanEval check, a stdio case) and for loading the code
+    memory_mb: int = 512  # address-space limit of the sandboxed process
+    max_output_bytes: int = 65536  # stdout/stderr kept per run; a stdio answer longer than this fails
+    workers: int = 4  # sandbox processes at once (stdio cases of one completion; rows in label_many)
+    max_processes: int = 32  # processes + threads the code may have (fork bombs stop here)
+    isolation: str = "auto"  # auto (bwrap, else unshare) | bwrap | unshare | none
+    # Without bwrap or unshare the code would run with network access; refuse (verdict error, "sandbox: ...")
+    # unless this is true. Only for machines where you accept that risk.
+    allow_unisolated_network: bool = False
+    python: str | None = None  # interpreter for the code (stdlib only); None = the one running rewardmill
+
+    def __post_init__(self):
+        if not self.timeout_seconds > 0:
+            raise ValueError(f"timeout_seconds must be > 0, got {self.timeout_seconds}")
+        for name in ("memory_mb", "workers", "max_processes"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.max_output_bytes < 1024:
+            raise ValueError(f"max_output_bytes must be >= 1024, got {self.max_output_bytes}")
+        if self.isolation not in ("auto", *MECHANISMS):
+            raise ValueError(f"isolation must be auto or one of {MECHANISMS}, got {self.isolation!r}")
+        if self.isolation == "none" and not self.allow_unisolated_network:
+            raise ValueError("isolation 'none' runs code with network access: set allow_unisolated_network: true")
+
+
+class CodeTestsVerifier:
+    """Score = fraction of the prompt's tests the completion's code passes, run in a sandbox (sandbox.py).
+
+    Input columns: completion (code: the last ```python block, else the whole text), tests (JSON; styles in
+    code_harness.py). Output: score, verdict correct (all pass) | incorrect (any test fails, errors or crashes,
+    or the code does not compile / raises on load) | timeout (only timeouts besides passes) | error (score None:
+    malformed tests, or "sandbox: ..." when the sandbox could not run) | abstain (no tests); raw = per-test
+    results JSON.
+    """
+
+    name = "code_tests"
+    version = "1"
+    reads = ("completion", "tests")
+    tasks = ("code",)
+    Config = CodeTestsConfig
+
+    def __init__(self, config: CodeTestsConfig | None = None):
+        self.config = config or CodeTestsConfig()
+        cfg = self.config
+        self.sandbox = Sandbox(cfg.isolation, cfg.allow_unisolated_network, cfg.python)
+        self._pool = None
+        self._slots = None
+        self._lock = threading.Lock()
+
+    def __getstate__(self):  # pools, semaphores and locks don't pickle; a copy makes its own on first use
+        return {"config": self.config, "sandbox": self.sandbox}
+
+    def __setstate__(self, state):
+        self.__init__(state["config"])
+
+    def label(self, completion: str | None, tests) -> Label:
+        if tests is None or tests == "":
+            return Label(None, 0.0, "abstain", "no tests for this prompt")
+        try:
+            spec = parse_tests(tests)
+        except ValueError as exc:
+            return Label(None, 0.0, "error", f"tests: {exc}"[:500])
+        code = extract_code(completion or "")
+        if not code.strip():
+            return Label(0.0, CONFIDENCE_INCORRECT, "incorrect", "no code in the completion", _raw(spec, []))
+        try:
+            if spec.style == "stdio":
+                results, isolation = self._run_stdio(code, spec)
+            else:
+                results, isolation = self._run_harness(code, spec)
+        except SandboxUnavailable as exc:
+            return Label(None, 0.0, "error", f"sandbox: {exc}"[:500])
+        except (SandboxFailed, OSError) as exc:  # e.g. bwrap could not set up, or the machine is out of processes
+            return Label(None, 0.0, "error", f"sandbox: {type(exc).__name__}: {exc}"[:500], _raw(spec, []))
+        return summarize(spec, results, isolation)
+
+    def label_many(self, rows) -> list[Label]:
+        """label(*row) for each (completion, tests) row, `workers` at a time, in order."""
+        rows = list(rows)
+        with ThreadPoolExecutor(max_workers=min(self.config.workers, max(len(rows), 1))) as pool:
+            return list(pool.map(lambda row: self.label(*row), rows))
+
+    def teardown(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
+
+    # -- execution ---------------------------------------------------------------------------------------------
+
+    def _limits(self, timeout: float, output_bytes: int = 0) -> SandboxLimits:
+        cfg = self.config
+        return SandboxLimits(
+            timeout_seconds=timeout,
+            memory_mb=cfg.memory_mb,
+            max_processes=cfg.max_processes,
+            max_output_bytes=max(cfg.max_output_bytes, output_bytes),
+        )
+
+    def _run(self, code: str, stdin: str, limits: SandboxLimits) -> SandboxResult:
+        with self._lock:
+            if self._slots is None:
+                self._slots = threading.BoundedSemaphore(self.config.workers)
+        with self._slots:  # bounds processes across label_many threads and stdio cases together
+            result = self.sandbox.run(code, stdin, limits)
+        if result.sandbox_error:
+            raise SandboxFailed(result.sandbox_error)
+        return result
+
+    def _run_harness(self, code: str, spec: TestsSpec) -> tuple[list[dict], str]:
+        timeout = self.config.timeout_seconds
+        if spec.style == "humaneval":
+            code = humaneval_program(code, spec)
+        script, nonce = harness_script(code, spec, timeout)
+        wall = timeout * (spec.n_tests + 2) + STARTUP_SECONDS  # load + setup + each test
+        report_bytes = 1024 * (spec.n_tests + 3)  # room for every report line, however long the test list
+        run = self._run(script, nonce + "\n", self._limits(wall, report_bytes))
+        return harness_results(spec, read_report(run.stdout, nonce), run), run.isolation
+
+    def _run_stdio(self, code: str, spec: TestsSpec) -> tuple[list[dict], str]:
+        limits = self._limits(self.config.timeout_seconds + STARTUP_SECONDS)
+
+        def one(indexed):
+            i, (stdin, expected) = indexed
+            result, isolation = stdio_result(expected, self._run(code, stdin, limits))
+            return {"test": i, **result}, isolation
+
+        if self.config.workers > 1 and len(spec.cases) > 1:
+            with self._lock:
+                if self._pool is None:
+                    self._pool = ThreadPoolExecutor(self.config.workers, thread_name_prefix="code-tests")
+            runs = list(self._pool.map(one, enumerate(spec.cases)))
+        else:
+            runs = [one(case) for case in enumerate(spec.cases)]
+        return [result for result, _ in runs], runs[0][1]
+
+
+class SandboxFailed(RuntimeError):
+    """The sandbox could not start the code (distinct from the code failing)."""
+
+
+def harness_results(spec: TestsSpec, report: list[dict], run: SandboxResult) -> list[dict]:
+    """One result per test from the harness report; tests it never reached are timeouts (the wall clock or the CPU
+    limit stopped it) or crashes (it died), and all are `not_run` when the code did not compile or load."""
+    stage = {r["phase"]: r for r in report if "phase" in r}
+    by_test = {r["test"]: r for r in report if "test" in r}
+    stopped = run.timed_out or run.killed_by_signal == 24  # SIGXCPU
+    for phase in ("compile", "load", "setup"):
+        if phase in stage and stage[phase]["status"] != "pass":
+            detail = stage[phase].get("detail", "")
+            return [
+                {"test": i, "status": "not_run", "phase": phase, "why": stage[phase]["status"], "detail": detail}
+                for i in range(spec.n_tests)
+            ]
+    if "load" not in stage:  # died before the code was even loaded
+        status = "timeout" if stopped else "crash"
+        why = describe(run) if stopped else f"the process ended before reporting ({describe(run)})"
+        return [{"test": i, "status": status, "phase": "load", "detail": why} for i in range(spec.n_tests)]
+    results = []
+    for i in range(spec.n_tests):
+        if i in by_test:
+            results.append(by_test[i])
+        else:
+            why = describe(run) if stopped else f"the process ended before reporting ({describe(run)})"
+            results.append({"test": i, "status": "timeout" if stopped else "crash", "detail": why})
+    return results
+
+
+def stdio_result(expected: str, run: SandboxResult) -> tuple[dict, str]:
+    if run.timed_out or run.killed_by_signal == 24:
+        result = {"status": "timeout", "detail": describe(run)}
+    elif run.exit_code != 0:
+        last = run.stderr.strip().splitlines()[-1:] or [describe(run)]
+        result = {"status": "error" if run.exit_code is not None else "crash", "detail": last[0][:300]}
+    elif run.stdout_truncated:
+        result = {"status": "fail", "detail": "output longer than max_output_bytes"}
+    elif same_output(expected, run.stdout):
+        result = {"status": "pass", "detail": ""}
+    else:
+        result = {"status": "fail", "detail": f"expected {expected[:100]!r}, got {run.stdout[:100]!r}"}
+    return result, run.isolation
+
+
+def summarize(spec: TestsSpec, results: list[dict], isolation: str) -> Label:
+    raw = _raw(spec, results, isolation)
+    n = len(results)
+    stopped = [r for r in results if r["status"] == "not_run"]
+    if stopped:
+        why, detail = stopped[0]["why"], stopped[0]["detail"]
+        if why == "test_error":
+            return Label(None, 0.0, "error", f"tests: the tests' own code fails: {detail}"[:500], raw)
+        if why == "syntax_error":
+            return Label(0.0, CONFIDENCE_INCORRECT, "incorrect", f"syntax error: {detail}"[:500], raw)
+        if why == "timeout":
+            return Label(0.0, CONFIDENCE_TIMEOUT, "timeout", f"loading the code {detail}"[:500], raw)
+        return Label(0.0, CONFIDENCE_INCORRECT, "incorrect", f"the code raised on load: {detail}"[:500], raw)
+    broken = [r for r in results if r["status"] == "test_error"]
+    if broken:
+        return Label(
+            None, 0.0, "error", f"tests: test {broken[0]['test']} does not compile: {broken[0]['detail']}"[:500], raw
+        )
+    passed = sum(r["status"] == "pass" for r in results)
+    score = passed / n
+    if passed == n:
+        return Label(1.0, CONFIDENCE_CORRECT, "correct", f"{n}/{n} tests passed", raw)
+    first = next(r for r in results if r["status"] != "pass")
+    index = results.index(first)
+    rationale = f"{passed}/{n} tests passed; test {index} {first['status']}: {first['detail']}"[:500]
+    if any(r["status"] in FAILING for r in results):
+        return Label(score, CONFIDENCE_INCORRECT, "incorrect", rationale, raw)
+    return Label(score, CONFIDENCE_TIMEOUT, "timeout", rationale, raw)
+
+
+def _raw(spec: TestsSpec, results: list[dict], isolation: str | None = None) -> str:
+    passed = sum(r.get("status") == "pass" for r in results)
+    rate = passed / len(results) if results else 0.0
+    payload = {"style": spec.style, "isolation": isolation, "pass_rate": rate, "tests": results}
+    return json.dumps(payload, sort_keys=True)
