@@ -116,7 +116,7 @@ def math_direct(rows) -> float:
 
 def math_pipeline(rows) -> float:
     """The label stage's path: a Beam pipeline (FnApiRunner) of LabelAll(MathAnswerVerifier), from start to end."""
-    from rewardmill.transforms.labelers.beam import LabelAll
+    from rewardmill.transforms.labelers.beam import LabelAll, LabelRollouts
     from rewardmill.transforms.labelers.math_answer import MathAnswerConfig, MathAnswerVerifier
 
     items = [
@@ -125,7 +125,7 @@ def math_pipeline(rows) -> float:
     ]
     start = time.perf_counter()
     with beam.Pipeline(options=pipeline_options(BeamConfig())) as p:
-        out = p | beam.Create(items) | LabelAll(MathAnswerVerifier, MathAnswerConfig(), "math_answer")
+        out = p | beam.Create(items) | LabelAll(LabelRollouts(MathAnswerVerifier, MathAnswerConfig(), "math_answer"))
         _ = out.labels | beam.combiners.Count.Globally()
     return len(rows) / (time.perf_counter() - start)
 

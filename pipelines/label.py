@@ -22,7 +22,7 @@ from rewardmill.pipelines.stage import (
 from rewardmill.schemas import LABEL_V1, ROLLOUT_V1
 from rewardmill.transforms.io.parquet import ReadStageOutput, WriteSortedParquet
 from rewardmill.transforms.labelers import get_labeler_class
-from rewardmill.transforms.labelers.beam import NOT_APPLICABLE, REJECTED, LabelAll
+from rewardmill.transforms.labelers.beam import NOT_APPLICABLE, REJECTED, LabelAll, LabelRollouts
 
 NOT_APPLICABLE_FILE = "_not_applicable.json"
 
@@ -56,7 +56,7 @@ def build(
     labeled = (
         p
         | "Read rollouts" >> ReadStageOutput(rollouts_dir, ROLLOUT_V1)
-        | f"Label {name}" >> LabelAll(cls, config, name, cache_dir, flush_every, total)
+        | f"Label {name}" >> LabelAll(LabelRollouts(cls, config, name, cache_dir, flush_every, total))
     )
     _ = labeled.labels | "Write labels" >> WriteSortedParquet(
         out_dir, LABEL_V1, sort_key=lambda r: f"{r['rollout_id']}\x00{r['aspect']}", num_shards=params.num_shards

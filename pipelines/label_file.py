@@ -33,7 +33,7 @@ from rewardmill.schemas import LABEL_V1
 from rewardmill.transforms.io.parquet import PARQUET_OPTIONS, WriteSortedParquet
 from rewardmill.transforms.io.parquet import read_rows as read_stage_rows
 from rewardmill.transforms.labelers import get_labeler_class
-from rewardmill.transforms.labelers.beam import NOT_APPLICABLE, REJECTED, LabelAll
+from rewardmill.transforms.labelers.beam import NOT_APPLICABLE, REJECTED, LabelAll, LabelRollouts
 
 log = logging.getLogger("rewardmill")
 OUTPUT_SCHEMA = pa.schema([*LABEL_V1, pa.field("row", pa.int64(), nullable=False)], metadata=LABEL_V1.metadata)
@@ -125,7 +125,7 @@ def main(argv: list[str] | None = None) -> None:
             out = (
                 p
                 | "Rows" >> beam.Create(rows)
-                | "Label" >> LabelAll(cls, config, args.labeler, args.cache, total=len(rows))
+                | "Label" >> LabelAll(LabelRollouts(cls, config, args.labeler, args.cache, total=len(rows)))
             )
             _ = out.labels | "Write labels" >> WriteSortedParquet(
                 f"{work}/labels", LABEL_V1, sort_key=lambda r: f"{r['rollout_id']}\x00{r['aspect']}"

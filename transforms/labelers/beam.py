@@ -18,18 +18,9 @@ log = logging.getLogger("rewardmill")
 class LabelAll(beam.PTransform):
     """rollout rows -> LabelRollouts outputs, in batches so labelers with `label_many` run rows in parallel."""
 
-    def __init__(
-        self,
-        labeler_cls,
-        config,
-        key: str,
-        cache_dir: str | None = None,
-        flush_every: int = 64,
-        total: int | None = None,
-        batch_size: int = 32,
-    ):
+    def __init__(self, dofn: "LabelRollouts", batch_size: int = 32):
         super().__init__()
-        self.dofn = LabelRollouts(labeler_cls, config, key, cache_dir, flush_every, total)
+        self.dofn = dofn
         self.batch_size = batch_size
 
     def expand(self, rows):
