@@ -2,7 +2,6 @@
 
 import argparse
 import json
-from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -107,7 +106,7 @@ def main(argv: list[str] | None = None) -> None:
             extra={
                 "labeler": params.labeler,
                 "labeler_version": cls.version,
-                "not_applicable": dict(Counter(not_applicable)),
+                "not_applicable": not_applicable,
             },
         )
     timer.done(manifest)

@@ -14,6 +14,7 @@ from rewardmill.pipelines.stage import (
     atomic_output,
     load_beam_config,
     read_manifest,
+    reject,
     run_pipeline,
     setup_logging,
     write_manifest,
@@ -87,8 +88,6 @@ def _rollout_key(row: dict[str, Any]) -> str:
 
 
 def _failed_batch_rejects(failure):
-    from rewardmill.pipelines.stage import reject
-
     batch, exc = failure[0], failure[1]
     for prompts in batch:
         for prompt in prompts:

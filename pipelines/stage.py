@@ -5,7 +5,6 @@ crash never leaves a half dataset that DVC would cache. Manifests hold no timest
 """
 
 import contextlib
-import dataclasses
 import hashlib
 import json
 import logging
@@ -185,7 +184,3 @@ def run_pipeline(build, cfg: BeamConfig) -> None:
     """Build and run one Beam pipeline; `build(p)` attaches the transforms."""
     with beam.Pipeline(options=pipeline_options(cfg)) as p:
         build(p)
-
-
-def asdict(obj: Any) -> dict[str, Any]:
-    return dataclasses.asdict(obj)
