@@ -32,6 +32,9 @@ class LabelerParams:
 
     labeler: str  # registry key (transforms/labelers/__init__.py or the rewardmill.labelers entry points)
     config: dict = field(default_factory=dict)  # the labeler's own settings, checked against its Config
+    # Prompt tasks this labeler applies to (rows of other tasks are counted as not applicable, not labeled);
+    # None = the labeler's own default (its `tasks` attribute; no attribute = every task).
+    tasks: tuple[str, ...] | None = None
     num_shards: int = 1
 
 
@@ -55,7 +58,8 @@ def build(
     labeled = (
         p
         | "Read rollouts" >> ReadStageOutput(rollouts_dir, ROLLOUT_V1)
-        | f"Label {name}" >> LabelAll(LabelRollouts(cls, config, name, cache_dir, flush_every, total))
+        | f"Label {name}"
+        >> LabelAll(LabelRollouts(cls, config, name, cache_dir, flush_every, total, tasks=params.tasks))
     )
     _ = labeled.labels | "Write labels" >> WriteSortedParquet(
         out_dir, LABEL_V1, sort_key=lambda r: f"{r['rollout_id']}\x00{r['aspect']}", num_shards=params.num_shards

@@ -18,7 +18,9 @@ REPO = Path(__file__).resolve().parents[1]
 def tiny_params() -> dict:
     """The project's params.yaml shrunk to seconds of work; same structure, so unknown keys still fail."""
     params = yaml.safe_load((REPO / "params.yaml").read_text())
-    params["prompts"]["sources"][0].update(count=6, levels=[1])
+    arithmetic, code = params["prompts"]["sources"]
+    arithmetic.update(count=6, levels=[1])
+    code.update(limit=2)
     params["rollouts"].update(n=3, max_new_tokens=24, batch_size=4)
     params["validate"]["min_pairs"] = 0
     return params

@@ -9,6 +9,7 @@ from rewardmill.pipelines.config import ConfigError
 from rewardmill.pipelines.stage import count_rejects
 from rewardmill.schemas import ROLLOUT_V1
 from rewardmill.transforms.io.parquet import read_rows, rows_to_table, write_table
+from rewardmill.transforms.labelers.math_answer import MathAnswerVerifier
 from tests.conftest import tiny_params
 
 MSG = [{"role": "user", "content": "What is 2 + 2?"}]
@@ -63,7 +64,11 @@ def test_label_then_assemble(tmp_path, params_file, rollouts_dir):
     assert labels["p1-r0"]["verdict"] == "correct" and labels["p1-r1"]["verdict"] == "incorrect"
     assert labels["p3-r0"]["verdict"] == "abstain" and labels["p3-r0"]["score"] is None
     manifest = json.loads((labels_dir / "math_answer/_manifest.json").read_text())
-    assert manifest["labeler_version"] == "1" and manifest["rows"] == len(ROLLOUTS)
+    assert manifest["labeler_version"] == MathAnswerVerifier.version and manifest["rows"] == len(ROLLOUTS)
+    # code_tests applies to code prompts only: every math row is counted as not applicable, none is labeled
+    label.main(["code_tests", "--rollouts", str(rollouts_dir), "--out", str(labels_dir / "code_tests")])
+    manifest = json.loads((labels_dir / "code_tests/_manifest.json").read_text())
+    assert manifest["rows"] == 0 and manifest["not_applicable"] == {"math": len(ROLLOUTS)}
 
     out = tmp_path / "data/datasets"
     assemble.main(["--rollouts", str(rollouts_dir), "--labels", str(labels_dir), "--out", str(out)])
@@ -71,7 +76,7 @@ def test_label_then_assemble(tmp_path, params_file, rollouts_dir):
     assert [(p["prompt_id"], p["chosen_rollout_id"], p["rejected_rollout_id"]) for p in pairs] == [
         ("p1", "p1-r0", "p1-r1")  # tie between r0 and r2 at the top broken by the lower rollout_id
     ]
-    assert pairs[0]["label_sources"] == ["math_answer@1"] and pairs[0]["margin"] == 1.0
+    assert pairs[0]["label_sources"] == [f"math_answer@{MathAnswerVerifier.version}"] and pairs[0]["margin"] == 1.0
     assert count_rejects(out / "pairs") == {"missing_score": 2, "tie": 1, "too_few_scored": 1}
     assert json.loads((out / "pairs/_manifest.json").read_text())["rows"] == 1
 

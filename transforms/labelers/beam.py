@@ -37,7 +37,8 @@ class LabelRollouts(beam.DoFn):
     `not_applicable`: (task, rollout_id) of rows whose task the labeler does not handle (its `tasks`).
 
     A labeler that raises yields a label with verdict `error` and score None (the row is still accounted for).
-    With `cache_dir`, labels are read from and written to a per-record LabelCache.
+    With `cache_dir`, labels are read from and written to a per-record LabelCache. `tasks` overrides the
+    labeler's own `tasks` (params `labelers.<key>.tasks`).
     """
 
     def __init__(
@@ -48,8 +49,10 @@ class LabelRollouts(beam.DoFn):
         cache_dir: str | None = None,
         flush_every: int = 64,
         total: int | None = None,
+        tasks: tuple[str, ...] | None = None,
     ):
         self.total = total
+        self.tasks = tuple(tasks) if tasks is not None else None
         self.progress = None
         self.labeler_cls = labeler_cls
         self.config = config
@@ -66,9 +69,10 @@ class LabelRollouts(beam.DoFn):
         rows = element if isinstance(element, list) else [element]
         todo = []  # (row, values, cache key) of rows that need computing
         done = {}  # id(row) -> Label
+        tasks = self.tasks if self.tasks is not None else getattr(self.labeler, "tasks", None)
         for row in rows:
-            tasks = getattr(self.labeler, "tasks", None)
-            if tasks and row.get("task") not in tasks:
+            # A row without a task (a plain file labeled with `rewardmill label`) is not routed.
+            if tasks and row.get("task") is not None and row["task"] not in tasks:
                 beam.metrics.Metrics.counter("label", "not_applicable").inc()
                 self.progress.update(1)
                 yield beam.pvalue.TaggedOutput(NOT_APPLICABLE, (row.get("task"), row.get("rollout_id")))

@@ -1,6 +1,8 @@
 """MathAnswerVerifier: is the completion's final answer equal to the reference? (math-verify)."""
 
+import re
 from dataclasses import dataclass
+from typing import Literal
 
 from rewardmill.transforms.labelers.base import Label
 from rewardmill.transforms.labelers.main_thread import HardTimeout, MainThreadRunner
@@ -11,14 +13,81 @@ CONFIDENCE_CORRECT = 0.99
 CONFIDENCE_INCORRECT = 0.86
 
 
+# Extraction modes. Each narrows the completion to the text that holds the answer; math-verify then parses that
+# text. Modes are tried in the configured order and the first that finds an answer wins, so
+# ["boxed", "answer_is", "last_number"] means "the last \\boxed{}, else the text after 'answer is', else the
+# last number". `math_verify` searches the whole completion with math-verify's own anchors and priorities.
+EXTRACTION_MODES = ("math_verify", "boxed", "answer_is", "last_number")
+
+# "The answer is 12.", "Final answer: $\frac{1}{2}$", "answer = 7": the answer runs to the end of its sentence
+# (a full stop before a space or the end; "3.5" keeps its decimal point) or line.
+_ANSWER_IS = re.compile(r"(?i)\banswer\b\s*(?:is\b|[:=])\s*:?\s*(?P<answer>[^\n]{1,200}?)(?=\.\s|\.?$|\n)", re.M)
+_BOX = re.compile(r"\\(?:boxed|fbox)\s*\{")
+# 1,000,000 | -3.5 | 3/4 | 42 — thousand separators only in groups of three, so "1,2,3" is three numbers.
+_NUMBER = re.compile(r"(?<![\w.])-?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:\s*/\s*\d+)?(?![\w])")
+
+
+def answer_snippet(completion: str, mode: str) -> str | None:
+    """The text math-verify should parse for `mode`, or None when the mode finds no answer in `completion`."""
+    if mode == "math_verify":
+        return completion if completion.strip() else None
+    if mode == "boxed":
+        content = last_box(completion)
+        return None if content is None else f"$\\boxed{{{content}}}$"
+    if mode == "answer_is":
+        matches = list(_ANSWER_IS.finditer(completion))
+        return matches[-1].group("answer").strip() if matches else None
+    if mode == "last_number":
+        numbers = _NUMBER.findall(completion)
+        return f"${numbers[-1].replace(',', '').replace(' ', '')}$" if numbers else None
+    raise ValueError(f"unknown extraction mode {mode!r}; known: {EXTRACTION_MODES}")
+
+
+def last_box(text: str) -> str | None:
+    """Content of the last \\boxed{...} / \\fbox{...} with balanced braces; None if there is none or it is unclosed."""
+    starts = [m.end() for m in _BOX.finditer(text)]
+    if not starts:
+        return None
+    depth, start = 1, starts[-1]
+    for i in range(start, len(text)):
+        depth += {"{": 1, "}": -1}.get(text[i], 0)
+        if depth == 0:
+            return text[start:i]
+    return None
+
+
+def check_modes(modes) -> tuple[str, ...]:
+    """`modes` as a tuple, or ValueError naming the bad one (a typo must not silently verify nothing)."""
+    modes = tuple(modes)
+    if not modes:
+        raise ValueError(f"extraction needs at least one mode of {EXTRACTION_MODES}")
+    for mode in modes:
+        if mode not in EXTRACTION_MODES:
+            raise ValueError(f"unknown extraction mode {mode!r}; known: {EXTRACTION_MODES}")
+    return modes
+
+
 @dataclass(frozen=True)
 class MathAnswerConfig:
     timeout_seconds: int = 5  # per parse/verify call; exceeded => verdict timeout, score None
     float_rounding: int = 6
     workers: int = 2  # helper processes verifying a batch in parallel (math-verify is CPU-bound, one core each)
+    # Where the final answer is, tried in order (first hit wins): math_verify = math-verify's own search of the
+    # whole completion; boxed = last \boxed{}; answer_is = the rest of the line after "answer is"/"answer:";
+    # last_number = the last number (thousand separators and a/b fractions allowed). See math_extraction.py.
+    extraction: tuple[Literal["math_verify", "boxed", "answer_is", "last_number"], ...] = ("math_verify",)
+
+    def __post_init__(self):
+        object.__setattr__(self, "extraction", check_modes(self.extraction))
 
 
-def verify_answer(completion: str, reference: str, timeout_seconds: int, float_rounding: int = 6) -> Label:
+def verify_answer(
+    completion: str,
+    reference: str,
+    timeout_seconds: int,
+    float_rounding: int = 6,
+    extraction: tuple[str, ...] = ("math_verify",),
+) -> Label:
     """Pure core. Must run in a main thread (math-verify's timeouts use signal.alarm)."""
     from math_verify import parse, verify
     from math_verify.errors import TimeoutException
@@ -30,9 +99,15 @@ def verify_answer(completion: str, reference: str, timeout_seconds: int, float_r
         )
         if not gold:
             return Label(None, 0.0, "abstain", f"reference does not parse: {reference!r}", raw=None)
-        answer = parse(completion, parsing_timeout=timeout_seconds, raise_on_error=True)
+        answer, mode = None, None
+        for mode in extraction:
+            snippet = answer_snippet(completion, mode)
+            answer = parse(snippet, parsing_timeout=timeout_seconds, raise_on_error=True) if snippet else None
+            if answer:
+                break
         if not answer:
-            return Label(0.0, CONFIDENCE_INCORRECT, "incorrect", "no final answer found in the completion", raw=None)
+            modes = "/".join(extraction)
+            return Label(0.0, CONFIDENCE_INCORRECT, "incorrect", f"no final answer found ({modes})", raw=None)
         ok = verify(gold, answer, float_rounding=float_rounding, timeout_seconds=timeout_seconds, raise_on_error=True)
     except TimeoutException:
         return Label(None, 0.0, "timeout", f"math-verify exceeded {timeout_seconds}s")
@@ -40,8 +115,8 @@ def verify_answer(completion: str, reference: str, timeout_seconds: int, float_r
         return Label(None, 0.0, "error", f"{type(exc).__name__}: {exc}"[:500])
     extracted = str(answer[-1]) if answer else None
     if ok:
-        return Label(1.0, CONFIDENCE_CORRECT, "correct", f"answer {extracted} equals reference {reference}", extracted)
-    return Label(0.0, CONFIDENCE_INCORRECT, "incorrect", f"answer {extracted} != reference {reference}", extracted)
+        return Label(1.0, CONFIDENCE_CORRECT, "correct", f"{mode} answer {extracted} equals {reference}", extracted)
+    return Label(0.0, CONFIDENCE_INCORRECT, "incorrect", f"{mode} answer {extracted} != {reference}", extracted)
 
 
 class MathAnswerVerifier:
@@ -52,8 +127,9 @@ class MathAnswerVerifier:
     """
 
     name = "math_answer"
-    version = "1"
+    version = "2"  # 2: extraction modes; the rationale names the mode
     reads = ("completion", "reference")
+    tasks = ("math",)  # a code task's reference is a program, not an answer
     Config = MathAnswerConfig
 
     def __init__(self, config: MathAnswerConfig | None = None):
@@ -67,7 +143,7 @@ class MathAnswerVerifier:
         try:
             return self._runner.call(
                 verify_answer,
-                (completion, reference, cfg.timeout_seconds, cfg.float_rounding),
+                (completion, reference, cfg.timeout_seconds, cfg.float_rounding, cfg.extraction),
                 hard_timeout=3 * cfg.timeout_seconds + 10,
             )
         except HardTimeout as exc:
@@ -82,7 +158,7 @@ class MathAnswerVerifier:
         todo = [i for i, (_, reference) in enumerate(rows) if reference]
         results = self._runner.map(
             verify_answer,
-            [(rows[i][0], rows[i][1], cfg.timeout_seconds, cfg.float_rounding) for i in todo],
+            [(rows[i][0], rows[i][1], cfg.timeout_seconds, cfg.float_rounding, cfg.extraction) for i in todo],
             hard_timeout=3 * cfg.timeout_seconds + 10,
         )
         labels = [Label(None, 0.0, "abstain", "no reference answer for this prompt")] * len(rows)

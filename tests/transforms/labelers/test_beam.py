@@ -93,3 +93,18 @@ def test_second_run_reads_the_cache_instead_of_labeling(tmp_path):
             )
         calls = (tmp_path / "calls").read_text().splitlines()
         assert len(calls) == 3, f"run {run}: {calls}"  # run 2 computed nothing
+
+
+def test_params_tasks_override_the_labelers_own_and_rows_without_a_task_are_labeled():
+    rows = [{**ROWS[0], "task": "math"}, {**ROWS[1], "task": "puzzle"}, {**ROWS[0], "rollout_id": "r9"}]
+    with TestPipeline(options=PipelineOptions(["--runner=FnApiRunner"])) as p:
+        out = (
+            p
+            | beam.Create(rows)
+            | beam.ParDo(LabelRollouts(MathOnly, MathAnswerConfig(), "m", tasks=("puzzle",))).with_outputs(
+                REJECTED, NOT_APPLICABLE, main="labels"
+            )
+        )
+        ids = out.labels | "ids" >> beam.Map(lambda r: r["rollout_id"])
+        assert_that(ids, equal_to(["r2", "r9"]), label="labels")
+        assert_that(out[NOT_APPLICABLE], equal_to([("math", "r1")]), label="routed")

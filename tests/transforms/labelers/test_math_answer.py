@@ -4,9 +4,17 @@ import time
 
 import pytest
 
+from rewardmill.pipelines.config import ConfigError, from_dict
 from rewardmill.transforms.labelers import LABELERS, get_labeler_class
 from rewardmill.transforms.labelers.main_thread import HardTimeout, MainThreadRunner
-from rewardmill.transforms.labelers.math_answer import MathAnswerConfig, MathAnswerVerifier, verify_answer
+from rewardmill.transforms.labelers.math_answer import (
+    MathAnswerConfig,
+    MathAnswerVerifier,
+    answer_snippet,
+    check_modes,
+    last_box,
+    verify_answer,
+)
 
 
 @pytest.mark.parametrize(
@@ -85,3 +93,82 @@ def test_label_many_matches_label_in_order():
         assert v.label_many(rows) == [v.label(*row) for row in rows]
     finally:
         v.teardown()
+
+
+@pytest.mark.parametrize(
+    ("completion", "mode", "snippet"),
+    [
+        ("so \\boxed{12}.", "boxed", "$\\boxed{12}$"),  # plain box
+        ("\\boxed{3} then \\boxed{\\frac{1}{2}}", "boxed", "$\\boxed{\\frac{1}{2}}$"),  # the last box wins
+        ("\\fbox{7}", "boxed", "$\\boxed{7}$"),  # \fbox counts as a box
+        ("The answer is 12", "boxed", None),  # no box
+        ("The answer is 12.", "answer_is", "12"),  # trailing full stop dropped
+        ("Answer: $\\frac{1}{2}$\nmore text", "answer_is", "$\\frac{1}{2}$"),  # rest of the line only
+        ("answer is 3. No wait, the answer is 4", "answer_is", "4"),  # the last anchor wins
+        ("the answer = 9", "answer_is", "9"),  # "answer =" anchor
+        ("I answered it", "answer_is", None),  # "answered" is not an anchor
+        ("7 + 5 = 12", "last_number", "$12$"),  # last number
+        ("costs 1,000,000 dollars", "last_number", "$1000000$"),  # thousand separators removed
+        ("it is 3/4 of it", "last_number", "$3/4$"),  # a fraction is one number
+        ("from -2.5 down", "last_number", "$-2.5$"),  # sign and decimals
+        ("1,2,3", "last_number", "$3$"),  # not a thousand separator: a list
+        ("x2 and v3", "last_number", None),  # digits inside words are not numbers
+        ("no numbers", "last_number", None),  # nothing
+        ("   ", "math_verify", None),  # blank completion
+        ("anything", "math_verify", "anything"),  # math-verify searches the whole text
+    ],
+)
+def test_snippet_table(completion, mode, snippet):
+    assert answer_snippet(completion, mode) == snippet
+
+
+@pytest.mark.parametrize(
+    ("completion", "modes", "verdict"),
+    [
+        ("The answer is 5. Check: 5 + 1 = 6", ("answer_is",), "correct"),  # anchored answer, not the last number
+        ("The answer is 5. Check: 5 + 1 = 6", ("last_number",), "incorrect"),  # last number is 6
+        ("\\boxed{5} so 6 apples", ("boxed", "last_number"), "correct"),  # box first
+        ("5 apples", ("boxed", "last_number"), "correct"),  # no box: falls back to the last number
+        ("5 apples", ("boxed",), "incorrect"),  # strict boxed: no box, no answer
+        ("1,005 is it", ("last_number",), "incorrect"),  # 1005, not 5
+        ("Final answer: $[1, 2)$", ("answer_is",), "incorrect"),  # interval vs a number
+    ],
+)
+def test_modes_change_the_verdict(completion, modes, verdict):
+    label = verify_answer(completion, "5", 5, extraction=modes)
+    assert label.verdict == verdict, label.rationale
+
+
+def test_rationale_names_the_mode_that_matched():
+    assert verify_answer("5 apples", "5", 5, extraction=("boxed", "last_number")).rationale.startswith("last_number")
+
+
+def test_interval_reference():
+    assert verify_answer("Answer: $[1, 2)$", "[1,2)", 5, extraction=("answer_is",)).verdict == "correct"
+
+
+def test_bad_modes_are_refused_early():
+    with pytest.raises(ValueError, match="unknown extraction mode 'boxd'"):
+        MathAnswerConfig(extraction=("boxd",))
+    with pytest.raises(ValueError, match="at least one mode"):
+        check_modes(())
+    with pytest.raises(ConfigError, match="extraction"):
+        from_dict(MathAnswerConfig, {"extraction": ["boxed", "nope"]}, "labelers.math")
+    assert from_dict(MathAnswerConfig, {"extraction": ["boxed", "last_number"]}, "x").extraction == (
+        "boxed",
+        "last_number",
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "content"),
+    [
+        ("\\boxed{\\frac{1}{2}}", "\\frac{1}{2}"),  # nested braces
+        ("\\boxed{1} and \\boxed{2}", "2"),  # the last one
+        ("\\boxed{12", None),  # unclosed: no answer rather than a guess
+        ("\\boxed {4}", "4"),  # space before the brace
+        ("none", None),  # no box
+    ],
+)
+def test_last_box(text, content):
+    assert last_box(text) == content
