@@ -16,7 +16,10 @@ log = logging.getLogger("rewardmill")
 
 
 class LabelAll(beam.PTransform):
-    """rollout rows -> LabelRollouts outputs, in batches so labelers with `label_many` run rows in parallel."""
+    """rollout rows -> LabelRollouts outputs, in batches so labelers with `label_many` run rows in parallel.
+
+    A labeler with `label_group(rows) -> list[Label]` gets the rollouts of one prompt at a time instead (sorted
+    by rollout_id), for judgments that compare rollouts (pairwise judges)."""
 
     def __init__(self, dofn: "LabelRollouts", batch_size: int = 32):
         super().__init__()
@@ -24,12 +27,16 @@ class LabelAll(beam.PTransform):
         self.batch_size = batch_size
 
     def expand(self, rows):
-        return (
-            rows
+        if callable(getattr(self.dofn.labeler_cls, "label_group", None)):
+            # Group labelers (pairwise judges) see all rollouts of a prompt at once.
+            grouped = rows | "Key by prompt" >> beam.Map(lambda r: (r["prompt_id"], r)) | "Group" >> beam.GroupByKey()
+            batched = grouped | "One group" >> beam.Map(lambda kv: [kv])
+        else:
             # Small batches: a killed stage loses at most one batch of work (the cache is written per batch).
-            | "Batch" >> beam.BatchElements(min_batch_size=min(8, self.batch_size), max_batch_size=self.batch_size)
-            | "Label" >> beam.ParDo(self.dofn).with_outputs(REJECTED, NOT_APPLICABLE, main="labels")
-        )
+            batched = rows | "Batch" >> beam.BatchElements(
+                min_batch_size=min(8, self.batch_size), max_batch_size=self.batch_size
+            )
+        return batched | "Label" >> beam.ParDo(self.dofn).with_outputs(REJECTED, NOT_APPLICABLE, main="labels")
 
 
 class LabelRollouts(beam.DoFn):
@@ -65,25 +72,18 @@ class LabelRollouts(beam.DoFn):
         self.progress = Progress(f"label@{self.key}: rollouts", self.total)
 
     def process(self, element):
-        """`element` is one rollout row, or a list of rows (after BatchElements) for labelers with `label_many`."""
+        """`element` is one rollout row, a list of rows (after BatchElements), or [(prompt_id, rows)] for labelers
+        with `label_group`."""
+        if isinstance(element, list) and element and isinstance(element[0], tuple):
+            yield from self._process_group(sorted(element[0][1], key=lambda r: r["rollout_id"]))
+            return
         rows = element if isinstance(element, list) else [element]
         todo = []  # (row, values, cache key) of rows that need computing
         done = {}  # id(row) -> Label
-        tasks = self.tasks if self.tasks is not None else getattr(self.labeler, "tasks", None)
         for row in rows:
-            # A row without a task (a plain file labeled with `rewardmill label`) is not routed.
-            if tasks and row.get("task") is not None and row["task"] not in tasks:
-                beam.metrics.Metrics.counter("label", "not_applicable").inc()
-                self.progress.update(1)
-                yield beam.pvalue.TaggedOutput(NOT_APPLICABLE, (row.get("task"), row.get("rollout_id")))
-                continue
-            missing = [c for c in self.labeler.reads if c not in row]
-            if missing:
-                beam.metrics.Metrics.counter("label", "rejected_missing_column").inc()
-                yield beam.pvalue.TaggedOutput(
-                    REJECTED,
-                    reject(f"label@{self.key}", row.get("rollout_id"), "missing_column", f"missing {missing}"),
-                )
+            skip = self._skip(row)
+            if skip is not None:
+                yield skip
                 continue
             values = tuple(row[c] for c in self.labeler.reads)
             key = record_key(values) if self.cache is not None else None
@@ -94,12 +94,59 @@ class LabelRollouts(beam.DoFn):
                 todo.append((row, values, key))
         for (row, _, _), label in zip(todo, self._compute([(values, key) for _, values, key in todo]), strict=True):
             done[id(row)] = label
+        yield from self._emit(rows, done)
+
+    def _skip(self, row: dict):
+        """The tagged output for a row this labeler does not label (other task, missing column), else None."""
+        tasks = self.tasks if self.tasks is not None else getattr(self.labeler, "tasks", None)
+        # A row without a task (a plain file labeled with `rewardmill label`) is not routed.
+        if tasks and row.get("task") is not None and row["task"] not in tasks:
+            beam.metrics.Metrics.counter("label", "not_applicable").inc()
+            self.progress.update(1)
+            return beam.pvalue.TaggedOutput(NOT_APPLICABLE, (row.get("task"), row.get("rollout_id")))
+        missing = [c for c in self.labeler.reads if c not in row]
+        if missing:
+            beam.metrics.Metrics.counter("label", "rejected_missing_column").inc()
+            return beam.pvalue.TaggedOutput(
+                REJECTED, reject(f"label@{self.key}", row.get("rollout_id"), "missing_column", f"missing {missing}")
+            )
+        return None
+
+    def _emit(self, rows: list[dict], done: dict):
         for row in rows:
             label = done.get(id(row))
             if label is not None:
                 beam.metrics.Metrics.counter("label", f"verdict_{label.verdict}").inc()
                 self.progress.update(1)
                 yield label_row(row, self.key, self.labeler.version, label)
+
+    def _process_group(self, rows: list[dict]):
+        """All rollouts of one prompt through `label_group`. Each label is cached under the row's own values plus
+        the values of its whole group (a pairwise judgment depends on the other answers too)."""
+        kept = []
+        for row in rows:
+            skip = self._skip(row)
+            if skip is not None:
+                yield skip
+            else:
+                kept.append(row)
+        if not kept:
+            return
+        values = [tuple(row[c] for c in self.labeler.reads) for row in kept]
+        keys = [record_key((v, values)) for v in values] if self.cache is not None else [None] * len(kept)
+        cached = [self.cache.get(k) for k in keys] if self.cache is not None else [None] * len(kept)
+        if all(label is not None for label in cached):
+            labels = cached
+        else:
+            try:
+                labels = list(self.labeler.label_group(values))
+                if len(labels) != len(values):
+                    raise ValueError(f"label_group returned {len(labels)} labels for {len(values)} rows")
+            except Exception as exc:  # one bad group never stops the stage
+                labels = [Label(None, 0.0, "error", f"{type(exc).__name__}: {exc}"[:500])] * len(values)
+            for key, label in zip(keys, labels, strict=True):
+                self._remember(key, label)
+        yield from self._emit(kept, {id(row): label for row, label in zip(kept, labels, strict=True)})
 
     def _compute(self, todo: list[tuple]) -> list[Label]:
         """Labels for (values, cache key) pairs, each cached as soon as it exists: `label_many` (parallel inside

@@ -1,3 +1,4 @@
+import dataclasses
 import pickle
 
 import apache_beam as beam
@@ -5,7 +6,8 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
-from rewardmill.transforms.labelers.beam import NOT_APPLICABLE, REJECTED, LabelRollouts
+from rewardmill.transforms.labelers.base import Label
+from rewardmill.transforms.labelers.beam import NOT_APPLICABLE, REJECTED, LabelAll, LabelRollouts
 from rewardmill.transforms.labelers.math_answer import MathAnswerConfig, MathAnswerVerifier
 
 ROWS = [
@@ -108,3 +110,50 @@ def test_params_tasks_override_the_labelers_own_and_rows_without_a_task_are_labe
         ids = out.labels | "ids" >> beam.Map(lambda r: r["rollout_id"])
         assert_that(ids, equal_to(["r2", "r9"]), label="labels")
         assert_that(out[NOT_APPLICABLE], equal_to([("math", "r1")]), label="routed")
+
+
+class LongestOfGroup:
+    """A group labeler for the wrapper's tests: 1.0 for the longest completion of each prompt, else 0.0."""
+
+    name = "longest"
+    version = "1"
+    reads = ("completion",)
+    tasks = ("math",)
+    calls_file = None
+
+    @dataclasses.dataclass(frozen=True)
+    class Config:
+        pass
+
+    def __init__(self, config=None):
+        self.config = config
+
+    def label(self, completion):
+        raise AssertionError("a group labeler is called through label_group")
+
+    def label_group(self, rows):
+        with open(self.calls_file, "a") as fh:
+            fh.write(f"{len(rows)}\n")
+        longest = max(len(completion) for (completion,) in rows)
+        return [Label(float(len(c) == longest), 1.0, "correct" if len(c) == longest else "incorrect") for (c,) in rows]
+
+
+def test_group_labelers_see_each_prompts_rollouts_together_and_are_cached(tmp_path):
+    LongestOfGroup.calls_file = str(tmp_path / "calls")
+    rows = [
+        {"rollout_id": "a1", "prompt_id": "a", "task": "math", "completion": "x"},
+        {"rollout_id": "a2", "prompt_id": "a", "task": "math", "completion": "xxx"},
+        {"rollout_id": "a3", "prompt_id": "a", "task": "code", "completion": "xxxxx"},  # routed away before grouping
+        {"rollout_id": "b1", "prompt_id": "b", "task": "math", "completion": "yy"},
+        {"rollout_id": "b2", "prompt_id": "b", "task": "math"},  # no completion: rejected, not in the group
+    ]
+    for _ in range(2):
+        with TestPipeline(options=PipelineOptions(["--runner=FnApiRunner"])) as p:
+            dofn = LabelRollouts(LongestOfGroup, LongestOfGroup.Config(), "longest", str(tmp_path / "cache"))
+            out = p | beam.Create(rows) | LabelAll(dofn)
+            scores = out.labels | "scores" >> beam.Map(lambda r: (r["rollout_id"], r["score"]))
+            assert_that(scores, equal_to([("a1", 0.0), ("a2", 1.0), ("b1", 1.0)]), label="labels")
+            assert_that(out[NOT_APPLICABLE], equal_to([("code", "a3")]), label="routed")
+            reasons = out[REJECTED] | "reasons" >> beam.Map(lambda r: (r["row_id"], r["reason"]))
+            assert_that(reasons, equal_to([("b2", "missing_column")]), label="rejects")
+    assert sorted((tmp_path / "calls").read_text().split()) == ["1", "2"]  # one call per prompt, none on rerun
