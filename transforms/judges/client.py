@@ -1,0 +1,94 @@
+"""One client interface for every judge backend: a local transformers model or any OpenAI-compatible endpoint.
+
+Judges are three separable pieces (STYLE.md): a pure prompt builder, a pure parser, and a client that only sends
+requests. This module holds the plain values they exchange and the client protocol; backends live in
+`transformers_client.py` and `openai_client.py`, the content-hash call cache in `call_cache.py`.
+"""
+
+from dataclasses import dataclass, field
+from typing import Literal, Protocol
+
+
+@dataclass(frozen=True)
+class Sampling:
+    """How to sample a judgment. temperature 0 = greedy (reproducible); otherwise `seed` makes it reproducible."""
+
+    temperature: float = 0.0
+    top_p: float = 1.0
+    max_tokens: int = 256
+    n: int = 1  # samples per request (self-consistency); greedy requests should keep 1
+    seed: int | None = 0
+    # top alternatives per generated token (0 = none). Backends that cannot return them give logprobs=None.
+    top_logprobs: int = 0
+
+
+@dataclass(frozen=True)
+class JudgeRequest:
+    """A chat request: messages are {role, content} dicts (TRL conversational form)."""
+
+    messages: tuple[dict, ...]
+    sampling: Sampling = field(default_factory=Sampling)
+
+
+@dataclass(frozen=True)
+class TokenLogprob:
+    """One generated position: the chosen token, its logprob, and the top alternatives (token -> logprob)."""
+
+    token: str
+    logprob: float
+    top: dict[str, float]
+
+
+@dataclass(frozen=True)
+class Completion:
+    text: str
+    finish_reason: str  # stop | length | error
+    logprobs: tuple[TokenLogprob, ...] | None = None  # None when not asked for or the backend cannot give them
+
+
+@dataclass(frozen=True)
+class JudgeResponse:
+    """What a client returns for one request. `error` is set (and `completions` empty) when the request failed
+    beyond the retry budget: clients never raise for one request, the labeler records it and moves on."""
+
+    completions: tuple[Completion, ...]
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    error: str | None = None
+    cached: bool = False
+
+    @property
+    def text(self) -> str | None:
+        return self.completions[0].text if self.completions else None
+
+
+@dataclass(frozen=True)
+class BackendConfig:
+    """Which model judges, and how to reach it (the `backend:` block of a judge's params config)."""
+
+    kind: Literal["transformers", "openai"] = "transformers"
+    # transformers: a local HF folder (default: the materialized policy) or a hub id (needs network).
+    # openai: the model name the endpoint serves.
+    model: str = "models/policy"
+    base_url: str | None = None  # openai: e.g. http://localhost:8000/v1 (vLLM serve, transformers serve, a hosted API)
+    api_key_env: str = "OPENAI_API_KEY"  # name of the environment variable holding the key; never the key itself
+    max_concurrency: int = 4  # openai: requests in flight at once
+    max_retries: int = 4  # openai: retries on 429 / 5xx / timeouts / connection errors only, exponential backoff
+    request_timeout: float = 60.0  # openai: seconds per attempt
+    batch_size: int = 8  # transformers: requests per generate call
+    dtype: str = "float32"  # transformers: float32 keeps CPU judgments bit-reproducible
+    cache_dir: str | None = None  # call cache folder; the label stage sets it next to the label cache
+
+
+class JudgeClient(Protocol):
+    """Sends requests, nothing else. `model_id` identifies the model in cache keys (a content fingerprint for local
+    folders, "<base_url>|<model>" for endpoints). `complete` keeps the order of `requests` and never raises for a
+    single failed request (it returns a JudgeResponse with `error`). `usage` totals tokens and calls for metrics."""
+
+    model_id: str
+
+    def complete(self, requests: list[JudgeRequest]) -> list[JudgeResponse]: ...
+
+    def usage(self) -> dict[str, int]: ...
+
+    def close(self) -> None: ...
