@@ -11,6 +11,7 @@ from rewardmill.transforms.labelers.format import FormatVerifier
 from rewardmill.transforms.labelers.instruction_following import InstructionFollowingVerifier
 from rewardmill.transforms.labelers.length import LengthPenaltyVerifier
 from rewardmill.transforms.labelers.math_answer import MathAnswerVerifier
+from rewardmill.transforms.labelers.pointwise_judge import PointwiseJudge
 from rewardmill.transforms.labelers.reference_similarity import ReferenceSimilarityVerifier
 from rewardmill.transforms.labelers.tiered import TieredVerifier
 
@@ -21,6 +22,7 @@ LABELERS = {
     "instruction_following": InstructionFollowingVerifier,
     "length": LengthPenaltyVerifier,
     "math_answer": MathAnswerVerifier,
+    "pointwise_judge": PointwiseJudge,
     "reference_similarity": ReferenceSimilarityVerifier,
     "tiered": TieredVerifier,
 }

@@ -1,6 +1,7 @@
 """The generic Beam wrapper: unpack a rollout row, call the labeler's pure `label(...)`, yield a LABEL_V1 row."""
 
 import logging
+from pathlib import Path
 
 import apache_beam as beam
 
@@ -65,10 +66,14 @@ class LabelRollouts(beam.DoFn):
         self.config = config
         self.key = key
         self.cache = LabelCache(cache_dir, labeler_cls, config, flush_every) if cache_dir else None
+        self.cache_dir = cache_dir
         self.labeler = None
 
     def setup(self):
         self.labeler = self.labeler_cls(self.config)
+        if self.cache_dir and callable(getattr(self.labeler, "set_call_cache", None)):
+            # Model-based labelers also cache every model call (by content hash) beside the label cache.
+            self.labeler.set_call_cache(str(Path(self.cache_dir).parent / "calls"))
         self.progress = Progress(f"label@{self.key}: rollouts", self.total)
 
     def process(self, element):
@@ -184,5 +189,8 @@ class LabelRollouts(beam.DoFn):
         if self.cache is not None:
             self.cache.flush()
             log.info("label@%s: cache %d hits, %d computed", self.key, self.cache.hits, self.cache.misses)
+        client = getattr(self.labeler, "_client", None)
+        if client is not None and callable(getattr(client, "usage", None)):
+            log.info("label@%s: judge calls %s", self.key, client.usage())
         if self.labeler is not None and hasattr(self.labeler, "teardown"):
             self.labeler.teardown()

@@ -2,20 +2,19 @@
 
 Key = sha256 of (labeler class, version, canonical config, the values of the columns it reads): content, not
 rollout ids, so a params change that does not touch a record (or a duplicate completion) reuses its label.
-Labels are appended in small JSONL segments, each written to a temp name and renamed, every `flush_every`
-labels, so a stage killed halfway keeps what it finished. Timeouts and errors are not cached: they may be
-transient. The cache lives outside DVC outputs (DVC deletes a stage's outputs before running it).
+Labels are appended in small JSONL segments (a `SegmentStore`), each written to a temp name and renamed, every
+`flush_every` labels, so a stage killed halfway keeps what it finished. Timeouts and errors are not cached: they
+may be transient. The cache lives outside DVC outputs (DVC deletes a stage's outputs before running it).
 """
 
 import dataclasses
 import hashlib
 import json
-import os
-import uuid
 from pathlib import Path
 from typing import Any
 
 from rewardmill.pipelines.config import canonical_json
+from rewardmill.transforms.io.segments import SegmentStore
 from rewardmill.transforms.labelers.base import Label
 
 UNCACHED_VERDICTS = ("timeout", "error")
@@ -31,55 +30,49 @@ def record_key(values: tuple) -> str:
     return hashlib.sha256(json.dumps(values, sort_keys=True, default=str, ensure_ascii=False).encode()).hexdigest()
 
 
+def _label_to_dict(label: Label) -> dict:
+    return dataclasses.asdict(label)
+
+
+def _label_from_dict(item: dict) -> Label:
+    return Label(**item)
+
+
 class LabelCache:
+    """Labels by record key, in JSONL segments under `root/<namespace>` (lines: {"key": ..., "label": {...}})."""
+
     def __init__(self, root: str | Path, labeler_cls, config: Any, flush_every: int = 64):
         self.directory = Path(root) / namespace(labeler_cls, config)
-        self.flush_every = flush_every
-        self._labels: dict[str, Label] | None = None
-        self._pending: list[tuple[str, Label]] = []
-        self.hits = 0
-        self.misses = 0
+        self._store = SegmentStore(self.directory, "label", flush_every, _label_to_dict, _label_from_dict)
 
-    def __getstate__(self):  # ship the settings only; each worker loads the segments itself
-        return {**self.__dict__, "_labels": None, "_pending": [], "hits": 0, "misses": 0}
+    @property
+    def flush_every(self) -> int:
+        return self._store.flush_every
 
-    def _load(self) -> dict[str, Label]:
-        if self._labels is None:
-            self._labels = {}
-            for path in sorted(self.directory.glob("*.jsonl")):
-                with path.open(encoding="utf-8") as fh:
-                    for line in fh:
-                        try:
-                            item = json.loads(line)
-                            self._labels[item["key"]] = Label(**item["label"])
-                        except (json.JSONDecodeError, KeyError, TypeError, ValueError):
-                            continue  # a torn line from a crash mid-write of an older format: recompute it
-        return self._labels
+    @property
+    def hits(self) -> int:
+        return self._store.hits
+
+    @property
+    def misses(self) -> int:
+        return self._store.misses
+
+    # What was loaded (None until first use) and what awaits a flush; both empty after pickling.
+    @property
+    def _labels(self) -> dict[str, Label] | None:
+        return self._store._entries
+
+    @property
+    def _pending(self) -> list[str]:
+        return self._store._pending
 
     def get(self, key: str) -> Label | None:
-        label = self._load().get(key)
-        if label is None:
-            self.misses += 1
-        else:
-            self.hits += 1
-        return label
+        return self._store.get(key)
 
     def put(self, key: str, label: Label) -> None:
         if label.verdict in UNCACHED_VERDICTS:
             return
-        self._load()[key] = label
-        self._pending.append((key, label))
-        if len(self._pending) >= self.flush_every:
-            self.flush()
+        self._store.put(key, label)
 
     def flush(self) -> None:
-        if not self._pending:
-            return
-        self.directory.mkdir(parents=True, exist_ok=True)
-        name = f"segment-{os.getpid()}-{uuid.uuid4().hex}.jsonl"
-        tmp = self.directory / f".{name}.tmp"
-        with tmp.open("w", encoding="utf-8") as fh:
-            for key, label in self._pending:
-                fh.write(json.dumps({"key": key, "label": dataclasses.asdict(label)}, ensure_ascii=False) + "\n")
-        os.replace(tmp, self.directory / name)
-        self._pending = []
+        self._store.flush()

@@ -1,0 +1,226 @@
+"""Judge client for any OpenAI-compatible chat endpoint: a hosted API, `vllm serve`, `transformers serve`.
+
+Requests go out `config.max_concurrency` at a time. Only transient failures are retried (429, 5xx, timeouts,
+connection errors), with exponential backoff and jitter (tenacity; the openai client's own retries are off so the
+budget is counted in one place). A request that still fails comes back as a JudgeResponse with `error`; a 4xx other
+than 429 is a bug in the request and is not retried. The API key is read from the environment variable named by
+`config.api_key_env` when the client is created, on each worker; it is never stored in the pickled object, never
+logged and never put in an error.
+"""
+
+import logging
+import os
+import re
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from urllib.parse import urlparse
+
+from rewardmill.transforms.judges.client import BackendConfig, Completion, JudgeRequest, JudgeResponse, TokenLogprob
+
+log = logging.getLogger("rewardmill")
+
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+LOCAL_HOSTS = ("localhost", "127.0.0.1", "::1", "0.0.0.0")
+LOCAL_PLACEHOLDER_KEY = "EMPTY"  # local servers (vLLM, transformers serve) accept any key
+# Key-like tokens an endpoint may echo back in an error ("Incorrect API key provided: sk-ab***yz").
+KEY_PATTERN = re.compile(r"\bsk-[A-Za-z0-9_*.-]{4,}")
+
+
+def is_local(base_url: str) -> bool:
+    return urlparse(base_url).hostname in LOCAL_HOSTS
+
+
+def resolve_api_key(config: BackendConfig) -> str:
+    """The key from the environment variable `config.api_key_env`; a placeholder for a localhost endpoint."""
+    key = os.environ.get(config.api_key_env)
+    if key:
+        return key
+    if is_local(config.base_url or DEFAULT_BASE_URL):
+        return LOCAL_PLACEHOLDER_KEY
+    raise ValueError(
+        f"judge backend {config.base_url or DEFAULT_BASE_URL}: environment variable {config.api_key_env} is not "
+        "set (backend.api_key_env names the variable that holds the API key)"
+    )
+
+
+def is_retryable(exc: BaseException) -> bool:
+    """429, 5xx, timeouts and connection errors may pass; any other 4xx will fail the same way again."""
+    import openai
+
+    if isinstance(exc, openai.APIConnectionError):  # includes APITimeoutError
+        return True
+    if isinstance(exc, openai.APIStatusError):
+        return exc.status_code == 429 or exc.status_code >= 500
+    return False
+
+
+def retry_after_seconds(exc: BaseException | None) -> float:
+    """The server's Retry-After (seconds form) on a 429/503, else 0."""
+    response = getattr(exc, "response", None)
+    value = response.headers.get("retry-after") if response is not None else None
+    try:
+        return max(0.0, float(value)) if value is not None else 0.0
+    except ValueError:
+        return 0.0  # the HTTP-date form: fall back to our own backoff
+
+
+class OpenAIJudgeClient:
+    """JudgeClient for an OpenAI-compatible endpoint. `backoff` is the first retry's wait in seconds (doubling
+    each retry, plus up to `backoff` of jitter, at most `max_backoff`); tests shrink it."""
+
+    def __init__(self, config: BackendConfig, backoff: float = 1.0, max_backoff: float = 30.0):
+        self.config = config
+        self.base_url = config.base_url or DEFAULT_BASE_URL
+        self.model_id = f"{self.base_url}|{config.model}"
+        self.backoff = backoff
+        self.max_backoff = max_backoff
+        resolve_api_key(config)  # fail now, before any work, when the key is missing
+        self._client = None
+        self._lock = threading.Lock()
+        self._usage = self._zero_usage()
+
+    @staticmethod
+    def _zero_usage() -> dict[str, int]:
+        return {"requests": 0, "retries": 0, "failures": 0, "prompt_tokens": 0, "completion_tokens": 0}
+
+    def __getstate__(self):  # settings only: no client (it holds the key), no lock
+        return {**self.__dict__, "_client": None, "_lock": None, "_usage": self._zero_usage()}
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return (
+            f"OpenAIJudgeClient(base_url={self.base_url!r}, model={self.config.model!r}, "
+            f"api_key_env={self.config.api_key_env!r})"
+        )
+
+    def usage(self) -> dict[str, int]:
+        with self._lock:
+            return dict(self._usage)
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+
+    def _count(self, **amounts: int) -> None:
+        with self._lock:
+            for name, amount in amounts.items():
+                self._usage[name] += amount
+
+    def _openai(self):
+        if self._client is None:
+            import openai
+
+            self._client = openai.OpenAI(
+                api_key=resolve_api_key(self.config),
+                base_url=self.base_url,
+                timeout=self.config.request_timeout,  # per attempt
+                max_retries=0,  # tenacity retries, so each attempt is counted and bounded here
+            )
+        return self._client
+
+    def complete(self, requests: list[JudgeRequest]) -> list[JudgeResponse]:
+        if not requests:
+            return []
+        self._openai()  # create the client once, before the threads share it
+        workers = max(1, min(self.config.max_concurrency, len(requests)))
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="judge") as pool:
+            return list(pool.map(self._complete_one, requests))
+
+    def _complete_one(self, request: JudgeRequest) -> JudgeResponse:
+        s = request.sampling
+        try:
+            completions, prompt_tokens, completion_tokens = self._send(request, s.n, s.seed)
+            # Some endpoints ignore `n` (transformers serve does): ask again for the rest, one seed further each
+            # time; greedy samples are all equal, so they are just repeated.
+            for extra in range(1, s.n):
+                if len(completions) >= s.n:
+                    break
+                if s.temperature == 0:
+                    completions = (completions * s.n)[: s.n]
+                    break
+                seed = None if s.seed is None else s.seed + extra
+                more, more_prompt, more_completion = self._send(request, s.n - len(completions), seed)
+                completions += more
+                prompt_tokens += more_prompt
+                completion_tokens += more_completion
+        except Exception as exc:  # never raise for one request: the labeler records the error and moves on
+            self._count(requests=1, failures=1)
+            message = self._redact(f"{type(exc).__name__}: {_short(exc)}")
+            log.warning("judge %s: request failed: %s", self.model_id, message)
+            return JudgeResponse(completions=(), error=message)
+        self._count(requests=1, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens)
+        return JudgeResponse(tuple(completions), prompt_tokens, completion_tokens)
+
+    def _send(self, request: JudgeRequest, n: int, seed: int | None) -> tuple[list[Completion], int, int]:
+        from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
+
+        s = request.sampling
+        kwargs = {
+            "model": self.config.model,
+            "messages": [dict(m) for m in request.messages],
+            "temperature": s.temperature,
+            "top_p": s.top_p,
+            "max_tokens": s.max_tokens,
+        }
+        if n > 1:
+            kwargs["n"] = n
+        if seed is not None:
+            kwargs["seed"] = seed
+        if s.top_logprobs > 0:
+            kwargs.update(logprobs=True, top_logprobs=s.top_logprobs)
+        backoff = wait_exponential_jitter(multiplier=self.backoff, max=self.max_backoff, jitter=self.backoff)
+
+        def wait(state) -> float:  # our backoff, or longer when the server says when to come back
+            return min(max(backoff(state), retry_after_seconds(state.outcome.exception())), self.max_backoff)
+
+        def before_sleep(state) -> None:
+            self._count(retries=1)
+            exc = state.outcome.exception()
+            log.info(
+                "judge %s: attempt %d failed (%s), retrying",
+                self.model_id,
+                state.attempt_number,
+                self._redact(f"{type(exc).__name__}: {_short(exc)}"),
+            )
+
+        retrying = Retrying(
+            stop=stop_after_attempt(self.config.max_retries + 1),
+            wait=wait,
+            retry=retry_if_exception(is_retryable),
+            before_sleep=before_sleep,
+            reraise=True,
+        )
+        response = retrying(self._openai().chat.completions.create, **kwargs)
+        completions = [_completion(choice) for choice in sorted(response.choices, key=lambda c: c.index)]
+        usage = response.usage
+        return completions, (usage.prompt_tokens or 0) if usage else 0, (usage.completion_tokens or 0) if usage else 0
+
+    def _redact(self, text: str) -> str:
+        key = os.environ.get(self.config.api_key_env)
+        if key:
+            text = text.replace(key, "***")
+        return KEY_PATTERN.sub("***", text)
+
+
+def _completion(choice) -> Completion:
+    finish = {"length": "length", "content_filter": "error"}.get(choice.finish_reason, "stop")
+    content = choice.logprobs.content if choice.logprobs is not None else None
+    logprobs = None
+    if content:  # endpoints that ignore `logprobs` send none: None, not an empty tuple
+        logprobs = tuple(TokenLogprob(token.token, token.logprob, _top(token.top_logprobs or [])) for token in content)
+    return Completion(text=choice.message.content or "", finish_reason=finish, logprobs=logprobs)
+
+
+def _top(alternatives) -> dict[str, float]:
+    top: dict[str, float] = {}
+    for alt in sorted(alternatives, key=lambda a: a.logprob, reverse=True):
+        top.setdefault(alt.token, alt.logprob)
+    return top
+
+
+def _short(exc: BaseException) -> str:
+    return " ".join(str(exc).split())[:300]

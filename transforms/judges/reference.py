@@ -1,0 +1,70 @@
+"""Reference-guided equivalence judge, the pure pieces: "is this answer equivalent to the reference?".
+
+For answers a rule verifier cannot compare (free-form text, units, paraphrases). `build_equivalence` -> chat
+messages asking for one word, Yes or No; `parse_yes_no(text)` -> YesNo (value None on malformed text);
+`p_yes(logprobs)` -> P(yes) / (P(yes) + P(no)) at the answer position, a soft score that ranks better than the
+greedy word. `YES_NO` and `parse_yes_no` are reused by the binary principles of rubric.py.
+"""
+
+import re
+from dataclasses import dataclass
+
+from rewardmill.transforms.judges.client import TokenLogprob
+from rewardmill.transforms.judges.likert import class_mass, strip_markup, token_text
+
+YES_NO = {"yes": True, "no": False}
+
+_WORD = r"(?i:\b(yes|no)\b)(?!\s*(?:/|\bor\b)\s*(?i:yes|no)\b)"  # "Yes or No" is the format echoed back
+_LEADING = re.compile(r"[\s\W]*" + _WORD)
+_LABELED = re.compile(
+    r"(?i:\b(?:answer|verdict|equivalent|equivalence|judg(?:e)?ment|decision|result|correct))\s*[:=-]\s*" + _WORD
+)
+_LONE = re.compile(r"[\s\W]*" + _WORD + r"[\s\W]*$")
+
+
+@dataclass(frozen=True)
+class YesNo:
+    """value: True (yes) | False (no) | None (malformed); matched: the span the value came from."""
+
+    value: bool | None
+    matched: str | None
+
+
+def build_equivalence(question: str, answer: str, reference: str) -> tuple[dict, ...]:
+    """System + user messages asking whether `answer` means the same as `reference` for `question`: Yes or No."""
+    system = (
+        "You check whether an answer means the same as a reference answer. "
+        "Wording and format may differ; the final result must be the same.\nReply with one word: Yes or No."
+    )
+    user = (
+        f"Question:\n{question}\n\nReference answer:\n{reference}\n\nAnswer to check:\n{answer}\n\n"
+        "Is the answer equivalent to the reference? Reply Yes or No."
+    )
+    return ({"role": "system", "content": system}, {"role": "user", "content": user})
+
+
+def parse_yes_no(text: str | None) -> YesNo:
+    """Lenient parse of a yes/no reply, by priority: a leading "Yes."/"**no**", a labeled "Answer: yes", a lone
+    yes/no as the last line. A "no" inside a sentence ("there is no difference") is not a verdict. Never raises."""
+    if not isinstance(text, str):
+        return YesNo(None, None)
+    clean = strip_markup(text).strip()
+    last_line = clean.rsplit("\n", 1)[-1]
+    for pattern, where in ((_LEADING, clean), (_LABELED, clean), (_LONE, last_line)):
+        match = pattern.match(where) if pattern is not _LABELED else pattern.search(where)
+        if match:
+            return YesNo(YES_NO[match.group(1).lower()], match.group(0).strip())
+    return YesNo(None, None)
+
+
+def _yes_no(token: str) -> bool | None:
+    return YES_NO.get(token_text(token).lower())
+
+
+def p_yes(logprobs: tuple[TokenLogprob, ...] | None, min_mass: float = 0.5) -> float | None:
+    """P(yes) / (P(yes) + P(no)) at the first position where yes/no tokens carry the mass (the chosen token is one,
+    or their alternatives hold >= min_mass); variants "Yes", " yes", "NO" add up. None without logprobs or such a
+    position. Only P(yes) or only P(no) among the alternatives gives 1.0 or 0.0."""
+    probs = class_mass(logprobs, _yes_no, min_mass)
+    yes, no = (probs or {}).get(True, 0.0), (probs or {}).get(False, 0.0)
+    return yes / (yes + no) if yes + no > 0 else None  # > 0: logprobs so low that exp() underflows
