@@ -17,6 +17,8 @@ import pytest
 import yaml
 
 from rewardmill.transforms.io.parquet import read_rows
+from rewardmill.transforms.labelers.code_tests import CodeTestsVerifier
+from rewardmill.transforms.labelers.math_answer import MathAnswerVerifier
 from tests.conftest import REPO, tiny_params
 
 pytestmark = pytest.mark.e2e
@@ -65,6 +67,7 @@ def test_repro_builds_every_output(project):
         "data/prompts",
         "data/rollouts",
         "data/labels/math_answer",
+        "data/labels/code_tests",
         "data/datasets/pairs",
         "export/README.md",
         "metrics/validate.json",
@@ -74,10 +77,15 @@ def test_repro_builds_every_output(project):
     params = tiny_params()
     prompts = json.loads((project / "data/prompts/_manifest.json").read_text())
     rollouts = json.loads((project / "data/rollouts/_manifest.json").read_text())
-    labels = json.loads((project / "data/labels/math_answer/_manifest.json").read_text())
-    assert prompts["rows"] == params["prompts"]["sources"][0]["count"]
+    math = json.loads((project / "data/labels/math_answer/_manifest.json").read_text())
+    code = json.loads((project / "data/labels/code_tests/_manifest.json").read_text())
+    arithmetic, code_source = params["prompts"]["sources"]
+    assert prompts["rows"] == arithmetic["count"] + code_source["limit"]
     assert rollouts["rows"] == prompts["rows"] * params["rollouts"]["n"]
-    assert labels["rows"] == rollouts["rows"]
+    # each labeler labels its own task and counts the other task's rollouts as not applicable
+    n = params["rollouts"]["n"]
+    assert math["rows"] == arithmetic["count"] * n and math["not_applicable"] == {"code": code_source["limit"] * n}
+    assert code["rows"] == code_source["limit"] * n and code["not_applicable"] == {"math": arithmetic["count"] * n}
     assert rollouts["policy"]["fingerprint"] and len(rollouts["policy"]["fingerprint"]) == 64
 
 
@@ -108,9 +116,11 @@ def test_adding_a_labeler_runs_only_it_and_what_reads_all_labels(project):
     out = run([str(BIN / "dvc"), "repro"], project)
     ran = set(re.findall(r"Running stage '([^']+)'", out))
     assert {"label@math_answer_quick", "assemble"} <= ran, out
-    assert not ran & {"model", "prompts", "rollouts", "label@math_answer"}, ran
+    assert not ran & {"model", "prompts", "rollouts", "label@math_answer", "label@code_tests"}, ran
     pairs = read_rows(str(project / "data/datasets/pairs"))
-    assert all(p["label_sources"] == ["math_answer@1", "math_answer_quick@1"] for p in pairs)
+    math_sources = [f"math_answer@{MathAnswerVerifier.version}", f"math_answer_quick@{MathAnswerVerifier.version}"]
+    code_sources = [f"code_tests@{CodeTestsVerifier.version}"]
+    assert all(p["label_sources"] in (math_sources, code_sources) for p in pairs), [p["label_sources"] for p in pairs]
     assert "Running stage" not in run([str(BIN / "dvc"), "repro"], project)
 
 
