@@ -23,6 +23,7 @@ def digest(path):
 @pytest.fixture
 def inputs(tmp_path, params_file, policy_dir):
     params = tiny_params()
+    params["prompts"]["sources"] = params["prompts"]["sources"][:1]  # arithmetic only: counts below assume it
     params["prompts"]["sources"][0].update(count=4)
     params["rollouts"].update(n=2, max_new_tokens=8, batch_size=4)
     prompts = make_prompts(tmp_path, params_file, params)

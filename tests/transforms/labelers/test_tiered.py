@@ -97,7 +97,7 @@ def test_a_crashing_tier_is_an_error_label(monkeypatch):
 
 def test_reads_are_the_union_and_tasks_the_intersection(monkeypatch):
     assert tiered().reads == ("completion", "reference")
-    assert tiered().tasks is None
+    assert tiered().tasks == ("math",)  # only math_answer names tasks; format and length apply to any
     with_if = tiered(
         {"tiers": [{"labeler": "format", "config": {"pattern": "."}}, {"labeler": "instruction_following"}]}
     )
