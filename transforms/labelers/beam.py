@@ -189,8 +189,8 @@ class LabelRollouts(beam.DoFn):
         if self.cache is not None:
             self.cache.flush()
             log.info("label@%s: cache %d hits, %d computed", self.key, self.cache.hits, self.cache.misses)
-        client = getattr(self.labeler, "_client", None)
-        if client is not None and callable(getattr(client, "usage", None)):
-            log.info("label@%s: judge calls %s", self.key, client.usage())
+        usage = self.labeler.usage() if callable(getattr(self.labeler, "usage", None)) else None
+        if usage is not None:
+            log.info("label@%s: judge calls %s", self.key, usage)
         if self.labeler is not None and hasattr(self.labeler, "teardown"):
             self.labeler.teardown()

@@ -10,7 +10,7 @@ A backend without logprobs and one sample gives the parsed rating at a flat, low
 """
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from rewardmill.transforms.judges.backends import make_client
 from rewardmill.transforms.judges.client import BackendConfig, JudgeRequest, JudgeResponse, Sampling
@@ -74,8 +74,6 @@ class PointwiseJudge:
 
     def set_call_cache(self, directory: str) -> None:
         """Called by the label stage: every judge call is cached by content hash under `directory`."""
-        from dataclasses import replace
-
         if self.config.backend.cache_dir is None:
             self.config = replace(self.config, backend=replace(self.config.backend, cache_dir=directory))
 
@@ -126,6 +124,10 @@ class PointwiseJudge:
         rationale = f"{how} on a {cfg.scale[0]}-{cfg.scale[1]} scale. {reason}".strip()
         confidence = round(min(1.0, confidence), 6)
         return Label(rescaled, confidence, verdict, rationale[:500], raw=raw_text, aspect=cfg.aspect)
+
+    def usage(self) -> dict[str, int] | None:
+        """Calls and tokens so far (the label stage logs them); None before the first call."""
+        return self._client.usage() if self._client is not None else None
 
     def teardown(self) -> None:
         if self._client is not None:

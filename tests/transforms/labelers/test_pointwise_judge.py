@@ -83,4 +83,4 @@ def test_real_default_model_judges_and_reruns_from_the_call_cache(policy_dir, tm
     again = PointwiseJudge(config)
     again.set_call_cache(str(tmp_path / "calls"))
     assert again.label_many(rows) == first  # same bytes from the cache, no model loaded
-    assert again._client.usage()["cache_hits"] == 3 and again._client.inner._policy is None
+    assert again.usage()["cache_hits"] == 3 and again._client.inner._policy is None
