@@ -19,7 +19,7 @@ from rewardmill.pipelines.stage import (
     write_manifest,
     write_rejects,
 )
-from rewardmill.schemas import LABEL_V1, PAIR_V1, ROLLOUT_V1
+from rewardmill.schemas import LABEL_V1, PAIR_V1, ROLLOUT_V2
 from rewardmill.transforms.io.parquet import ReadStageOutput, WriteSortedParquet
 from rewardmill.transforms.pairing.best_worst import PairingConfig, best_vs_worst
 from rewardmill.transforms.pairing.scores import combine
@@ -82,7 +82,7 @@ class MakePairs(beam.DoFn):
 def build(p, cfg: AssembleConfig, rollouts_dir: str, label_dirs: list[str], out_dir: str) -> None:
     rollouts = (
         p
-        | "Read rollouts" >> ReadStageOutput(rollouts_dir, ROLLOUT_V1)
+        | "Read rollouts" >> ReadStageOutput(rollouts_dir, ROLLOUT_V2)
         | "Key rollouts" >> beam.Map(lambda r: (r["rollout_id"], r))
     )
     label_reads = [p | f"Read labels {i}" >> ReadStageOutput(d, LABEL_V1) for i, d in enumerate(label_dirs)]

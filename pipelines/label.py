@@ -1,4 +1,9 @@
-"""Stage `label@NAME`: run one labeler from params `labelers.NAME` over every rollout (data/labels/NAME/)."""
+"""Stage `label@NAME`: run one labeler from params `labelers.NAME` over every rollout (data/labels/NAME/).
+
+With `--metrics`, also writes the stage's DVC metrics (metrics/labels/NAME.json): rows, rejects and verdicts,
+mean score and confidence, the labeler's own dataset statistics (`summarize`: swap consistency of a pairwise
+judge, a panel's agreement, ...) and this run's judge calls and tokens (Beam counters; cache hits included).
+"""
 
 import argparse
 import json
@@ -11,17 +16,20 @@ from rewardmill.pipelines.config import from_dict, load_section
 from rewardmill.pipelines.stage import (
     StageTimer,
     atomic_output,
+    counter_totals,
     load_beam_config,
     read_manifest,
     run_pipeline,
     setup_logging,
+    write_json_atomic,
     write_manifest,
     write_rejects,
 )
-from rewardmill.schemas import LABEL_V1, ROLLOUT_V1
+from rewardmill.schemas import LABEL_V1, ROLLOUT_V2
 from rewardmill.transforms.io.parquet import ReadStageOutput, WriteSortedParquet
 from rewardmill.transforms.labelers import get_labeler_class
-from rewardmill.transforms.labelers.beam import NOT_APPLICABLE, REJECTED, LabelAll, LabelRollouts
+from rewardmill.transforms.labelers.beam import NOT_APPLICABLE, REJECTED, USAGE_NAMESPACE, LabelAll, LabelRollouts
+from rewardmill.transforms.labelers.stats import label_stats
 
 NOT_APPLICABLE_FILE = "_not_applicable.json"
 
@@ -57,7 +65,7 @@ def build(
     cls, config = resolve(name, params)
     labeled = (
         p
-        | "Read rollouts" >> ReadStageOutput(rollouts_dir, ROLLOUT_V1)
+        | "Read rollouts" >> ReadStageOutput(rollouts_dir, ROLLOUT_V2)
         | f"Label {name}"
         >> LabelAll(LabelRollouts(cls, config, name, cache_dir, flush_every, total, tasks=params.tasks))
     )
@@ -86,6 +94,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--out", default=None, help="default: data/labels/NAME")
     parser.add_argument("--cache", default=None, help="per-record label cache folder (kept across runs)")
     parser.add_argument("--cache-flush-every", type=int, default=64, help="labels per cache segment file")
+    parser.add_argument("--metrics", default=None, help="write the stage's DVC metrics JSON here")
     args = parser.parse_args(argv)
     setup_logging()
     params = load_section(LabelerParams, "labelers", key=args.name)
@@ -94,7 +103,7 @@ def main(argv: list[str] | None = None) -> None:
     total = read_manifest(args.rollouts)["rows"] if (Path(args.rollouts) / "_manifest.json").exists() else None
     timer = StageTimer(f"label@{args.name}")
     with atomic_output(out) as tmp:
-        run_pipeline(
+        result = run_pipeline(
             lambda p: build(p, args.name, params, args.rollouts, str(tmp), args.cache, args.cache_flush_every, total),
             load_beam_config(),
         )
@@ -112,6 +121,13 @@ def main(argv: list[str] | None = None) -> None:
                 "labeler_version": cls.version,
                 "not_applicable": not_applicable,
             },
+        )
+        if args.metrics:
+            stats = label_stats(tmp, cls)
+    if args.metrics:
+        usage = counter_totals(result, USAGE_NAMESPACE)
+        write_json_atomic(
+            args.metrics, {**stats, "not_applicable": not_applicable, "rejects": manifest["rejects"], "usage": usage}
         )
     timer.done(manifest)
 

@@ -20,7 +20,7 @@ from rewardmill.pipelines.stage import (
     write_manifest,
     write_rejects,
 )
-from rewardmill.schemas import PROMPT_V1, ROLLOUT_V1
+from rewardmill.schemas import PROMPT_V1, ROLLOUT_V2
 from rewardmill.transforms.io.parquet import ReadStageOutput, WriteSortedParquet
 from rewardmill.transforms.sampling.params import SamplingParams
 from rewardmill.transforms.sampling.policy import PolicyInfo, read_policy_info
@@ -78,7 +78,7 @@ def build(p, cfg: RolloutsConfig, prompts_dir: str, model_dir: str, policy: Poli
         | "Generate" >> RunInference(model_handler(cfg, model_dir, total)).with_exception_handling()
     )
     rows = generated | "To rollout rows" >> beam.ParDo(ToRolloutRows(policy, cfg.backend, cfg.sampling()))
-    _ = rows | "Write rollouts" >> WriteSortedParquet(out_dir, ROLLOUT_V1, _rollout_key, cfg.num_shards)
+    _ = rows | "Write rollouts" >> WriteSortedParquet(out_dir, ROLLOUT_V2, _rollout_key, cfg.num_shards)
     failed = failures.failed_inferences | "Failed batches" >> beam.FlatMap(_failed_batch_rejects)
     write_rejects(failed, Path(out_dir))
 
@@ -110,7 +110,7 @@ def main(argv: list[str] | None = None) -> None:
         manifest = write_manifest(
             tmp,
             stage=STAGE,
-            schema=ROLLOUT_V1,
+            schema=ROLLOUT_V2,
             config=cfg,
             inputs={"prompts": args.prompts},
             extra={"policy": policy.__dict__, "prompts": total},

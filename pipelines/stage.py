@@ -152,6 +152,15 @@ def write_manifest(
     return manifest
 
 
+def write_json_atomic(path: str | Path, obj: Any) -> None:
+    """Write JSON to a temp file beside `path`, then rename it into place (readers never see half a file)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f"{path.name}.tmp-{os.getpid()}")
+    tmp.write_text(json.dumps(obj, indent=2, sort_keys=True) + "\n")
+    os.replace(tmp, path)
+
+
 def read_manifest(directory: str | Path) -> dict[str, Any]:
     path = Path(directory) / MANIFEST
     if not path.exists():
@@ -180,7 +189,27 @@ class StageTimer:
         )
 
 
-def run_pipeline(build, cfg: BeamConfig) -> None:
-    """Build and run one Beam pipeline; `build(p)` attaches the transforms."""
+def run_pipeline(build, cfg: BeamConfig):
+    """Build and run one Beam pipeline; `build(p)` attaches the transforms. Returns the PipelineResult (for its
+    metrics; some runners give none)."""
     with beam.Pipeline(options=pipeline_options(cfg)) as p:
         build(p)
+    return getattr(p, "result", None)
+
+
+def counter_totals(result, namespace: str) -> dict[str, int]:
+    """{counter name: committed total} of a finished pipeline's counters in `namespace` ({} when the runner
+    reports no metrics). Counters are summed over steps and workers."""
+    from apache_beam.metrics.metric import MetricsFilter
+
+    if result is None:
+        return {}
+    try:
+        counters = result.metrics().query(MetricsFilter().with_namespace(namespace))["counters"]
+    except (NotImplementedError, AttributeError):  # runners without a metrics API
+        return {}
+    totals: dict[str, int] = {}
+    for counter in counters:
+        value = counter.committed if counter.committed is not None else counter.attempted
+        totals[counter.key.metric.name] = totals.get(counter.key.metric.name, 0) + int(value or 0)
+    return dict(sorted(totals.items()))

@@ -8,7 +8,6 @@ exits non-zero, naming the dataset and the failed expectations, when any suite f
 import argparse
 import json
 import logging
-import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,7 +17,14 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
 from rewardmill.pipelines.config import load_section
-from rewardmill.pipelines.stage import atomic_output, load_beam_config, read_manifest, run_pipeline, setup_logging
+from rewardmill.pipelines.stage import (
+    atomic_output,
+    load_beam_config,
+    read_manifest,
+    run_pipeline,
+    setup_logging,
+    write_json_atomic,
+)
 from rewardmill.schemas import PAIR_V1
 from rewardmill.schemas.common import schema_id
 from rewardmill.transforms.validation.metrics import compute_metrics, subfolders
@@ -100,15 +106,6 @@ def build(p, cfg: ValidateConfig, found: list[Target], reports_dir: str) -> None
         | "Validate" >> beam.ParDo(ValidateDataset(cfg.min_pairs))
         | "Write reports" >> beam.ParDo(WriteReport(reports_dir))
     )
-
-
-def write_json_atomic(path: str | Path, obj: Any) -> None:
-    """Write JSON to a temp file beside `path`, then rename it into place (readers never see half a file)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f"{path.name}.tmp-{os.getpid()}")
-    tmp.write_text(json.dumps(obj, indent=2, sort_keys=True) + "\n")
-    os.replace(tmp, path)
 
 
 def failure_message(reports: list[dict[str, Any]], reports_dir: str) -> str | None:

@@ -8,14 +8,14 @@ from rewardmill.schemas.label import LABEL_V1
 from rewardmill.schemas.pair import PAIR_V1
 from rewardmill.schemas.prompt import PROMPT_V1
 from rewardmill.schemas.reject import REJECT_V1
-from rewardmill.schemas.rollout import ROLLOUT_V1
+from rewardmill.schemas.rollout import ROLLOUT_V2
 
 SCHEMAS = {
     "prompt": PROMPT_V1,
-    "rollout": ROLLOUT_V1,
+    "rollout": ROLLOUT_V2,
     "label": LABEL_V1,
     "pair": PAIR_V1,
     "reject": REJECT_V1,
 }
 
-__all__ = ["LABEL_V1", "PAIR_V1", "PROMPT_V1", "REJECT_V1", "ROLLOUT_V1", "SCHEMAS"]
+__all__ = ["LABEL_V1", "PAIR_V1", "PROMPT_V1", "REJECT_V1", "ROLLOUT_V2", "SCHEMAS"]

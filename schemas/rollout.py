@@ -5,15 +5,17 @@ Prompt fields are carried along so labelers read one table and need no join.
 
 import pyarrow as pa
 
-from rewardmill.schemas.common import MESSAGES, versioned
+from rewardmill.schemas.common import MESSAGES, list_of, versioned
+from rewardmill.schemas.prompt import RUBRIC_CRITERION
 
 POLICY = pa.struct(
     [pa.field("name", pa.string()), pa.field("fingerprint", pa.string()), pa.field("backend", pa.string())]
 )
 
-ROLLOUT_V1 = versioned(
+# v2: the prompt's `rubric` is carried too (rubric judges read it).
+ROLLOUT_V2 = versioned(
     "rollout",
-    1,
+    2,
     [
         pa.field("rollout_id", pa.string(), nullable=False),  # hash(prompt, fingerprint, sampling, index, seed)
         pa.field("prompt_id", pa.string(), nullable=False),
@@ -22,6 +24,7 @@ ROLLOUT_V1 = versioned(
         pa.field("reference", pa.string()),
         pa.field("tests", pa.string()),  # code tests (JSON), copied from the prompt
         pa.field("constraints", pa.string()),  # instruction ids + kwargs (JSON), copied from the prompt
+        pa.field("rubric", list_of(RUBRIC_CRITERION)),  # criteria + weights, copied from the prompt
         pa.field("split", pa.string(), nullable=False),
         pa.field("sample_index", pa.int32(), nullable=False),
         pa.field("completion", pa.string(), nullable=False),

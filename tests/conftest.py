@@ -1,6 +1,12 @@
 """Shared fixtures: offline environment, tiny params files, and the real default model materialized once."""
 
 import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -13,6 +19,7 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 REPO = Path(__file__).resolve().parents[1]
+TRANSFORMERS_CLI = Path(sys.executable).with_name("transformers")
 
 
 def tiny_params() -> dict:
@@ -47,3 +54,45 @@ def policy_dir(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("policy")
     materialize("builtin:smollm2-135m-instruct", out, "SmolLM2-135M-Instruct")
     return out
+
+
+@pytest.fixture(scope="session")
+def judge_server(policy_dir, tmp_path_factory) -> Iterator[str]:
+    """`transformers serve` on the default model, CPU, float32: yields its root URL (clients add /v1)."""
+    from tests.transforms.judges.fault_proxy import free_port
+
+    port = free_port()
+    log_path = tmp_path_factory.mktemp("judge_server") / "serve.log"
+    command = [str(TRANSFORMERS_CLI), "serve", str(policy_dir), "--host", "127.0.0.1", "--port", str(port)]
+    command += ["--device", "cpu", "--dtype", "float32"]
+    with log_path.open("wb") as log:
+        process = subprocess.Popen(
+            command,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"},
+            start_new_session=True,
+        )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 180
+        while True:
+            if process.poll() is not None:
+                pytest.fail(f"transformers serve exited with {process.returncode}:\n{log_path.read_text()[-3000:]}")
+            try:
+                with urllib.request.urlopen(f"{url}/health", timeout=2) as response:
+                    if response.status == 200:
+                        break
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                pytest.fail(f"transformers serve not healthy after 180 s:\n{log_path.read_text()[-3000:]}")
+            time.sleep(0.5)
+        yield url
+    finally:
+        os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()

@@ -19,6 +19,8 @@ import yaml
 from rewardmill.transforms.io.parquet import read_rows
 from rewardmill.transforms.labelers.code_tests import CodeTestsVerifier
 from rewardmill.transforms.labelers.math_answer import MathAnswerVerifier
+from rewardmill.transforms.labelers.panel_judge import PanelJudge
+from rewardmill.transforms.labelers.reference_judge import ReferenceJudge
 from tests.conftest import REPO, tiny_params
 
 pytestmark = pytest.mark.e2e
@@ -68,6 +70,8 @@ def test_repro_builds_every_output(project):
         "data/rollouts",
         "data/labels/math_answer",
         "data/labels/code_tests",
+        "data/labels/appeal",
+        "data/labels/panel",
         "data/datasets/pairs",
         "export/README.md",
         "metrics/validate.json",
@@ -87,6 +91,13 @@ def test_repro_builds_every_output(project):
     assert math["rows"] == arithmetic["count"] * n and math["not_applicable"] == {"code": code_source["limit"] * n}
     assert code["rows"] == code_source["limit"] * n and code["not_applicable"] == {"math": arithmetic["count"] * n}
     assert rollouts["policy"]["fingerprint"] and len(rollouts["policy"]["fingerprint"]) == 64
+    # the judges label the math rollouts with the default model; each stage writes its DVC metrics
+    panel = json.loads((project / "metrics/labels/panel.json").read_text())
+    assert panel["labels"] + sum(panel["rejects"].values()) == arithmetic["count"] * n
+    assert panel["labeler"]["acceptance_rate"] is None or 0 <= panel["labeler"]["acceptance_rate"] <= 1
+    assert panel["usage"]["completion_tokens"] > 0 or panel["usage"].get("cache_hits", 0) > 0
+    appeal = json.loads((project / "metrics/labels/appeal.json").read_text())
+    assert appeal["labels"] == arithmetic["count"] * n and "appealed" in appeal["labeler"]
 
 
 def test_every_prompt_is_paired_or_rejected_with_a_reason(project):
@@ -116,11 +127,21 @@ def test_adding_a_labeler_runs_only_it_and_what_reads_all_labels(project):
     out = run([str(BIN / "dvc"), "repro"], project)
     ran = set(re.findall(r"Running stage '([^']+)'", out))
     assert {"label@math_answer_quick", "assemble"} <= ran, out
-    assert not ran & {"model", "prompts", "rollouts", "label@math_answer", "label@code_tests"}, ran
+    assert not ran & {"model", "prompts", "rollouts", "label@math_answer", "label@code_tests", "label@panel"}, ran
     pairs = read_rows(str(project / "data/datasets/pairs"))
-    math_sources = [f"math_answer@{MathAnswerVerifier.version}", f"math_answer_quick@{MathAnswerVerifier.version}"]
+    math_sources = sorted(
+        [
+            f"appeal@{ReferenceJudge.version}",
+            f"math_answer@{MathAnswerVerifier.version}",
+            f"math_answer_quick@{MathAnswerVerifier.version}",
+            f"panel@{PanelJudge.version}",
+        ]
+    )
     code_sources = [f"code_tests@{CodeTestsVerifier.version}"]
-    assert all(p["label_sources"] in (math_sources, code_sources) for p in pairs), [p["label_sources"] for p in pairs]
+    quick = f"math_answer_quick@{MathAnswerVerifier.version}"
+    for p in pairs:  # a math pair names the new labeler among its sources; a code pair only code_tests
+        sources = p["label_sources"]
+        assert sources == code_sources or (quick in sources and set(sources) <= set(math_sources)), sources
     assert "Running stage" not in run([str(BIN / "dvc"), "repro"], project)
 
 

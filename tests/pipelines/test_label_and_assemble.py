@@ -7,7 +7,7 @@ import pytest
 from rewardmill.pipelines import assemble, label
 from rewardmill.pipelines.config import ConfigError
 from rewardmill.pipelines.stage import count_rejects
-from rewardmill.schemas import ROLLOUT_V1
+from rewardmill.schemas import ROLLOUT_V2
 from rewardmill.transforms.io.parquet import read_rows, rows_to_table, write_table
 from rewardmill.transforms.labelers.math_answer import MathAnswerVerifier
 from tests.conftest import tiny_params
@@ -24,6 +24,7 @@ def rollout(prompt_id: str, index: int, completion: str, reference: str | None =
         "reference": reference,
         "tests": None,
         "constraints": None,
+        "rubric": None,
         "split": "train",
         "sample_index": index,
         "completion": completion,
@@ -51,12 +52,14 @@ ROLLOUTS = [
 def rollouts_dir(tmp_path):
     out = tmp_path / "data/rollouts"
     out.mkdir(parents=True)
-    write_table(rows_to_table(ROLLOUTS, ROLLOUT_V1), str(out / "part-00000-of-00001.parquet"))
+    write_table(rows_to_table(ROLLOUTS, ROLLOUT_V2), str(out / "part-00000-of-00001.parquet"))
     return out
 
 
 def test_label_then_assemble(tmp_path, params_file, rollouts_dir):
-    params_file(tiny_params())
+    params = tiny_params()
+    params["labelers"] = {key: params["labelers"][key] for key in ("math_answer", "code_tests")}  # the rule verifiers
+    params_file(params)
     labels_dir = tmp_path / "data/labels"
     label.main(["math_answer", "--rollouts", str(rollouts_dir), "--out", str(labels_dir / "math_answer")])
     labels = {r["rollout_id"]: r for r in read_rows(str(labels_dir / "math_answer"))}

@@ -8,7 +8,7 @@ import time
 
 import yaml
 
-from rewardmill.schemas import ROLLOUT_V1
+from rewardmill.schemas import ROLLOUT_V2
 from rewardmill.transforms.io.parquet import read_rows, rows_to_table, write_table
 from tests.conftest import REPO, tiny_params
 from tests.pipelines.test_label_and_assemble import rollout
@@ -27,7 +27,7 @@ def test_killed_label_stage_resumes_from_cache(tmp_path):
     rows = [rollout(f"p{i}", 0, f"\\boxed{{{i}}}") for i in range(20)]
     rollouts = tmp_path / "rollouts"
     rollouts.mkdir()
-    write_table(rows_to_table(rows, ROLLOUT_V1), str(rollouts / "part-00000-of-00001.parquet"))
+    write_table(rows_to_table(rows, ROLLOUT_V2), str(rollouts / "part-00000-of-00001.parquet"))
     (rollouts / "_manifest.json").write_text('{"rows": 20}')
     params = tiny_params()
     params["labelers"] = {"slow": {"labeler": "slow_math", "config": {}}}

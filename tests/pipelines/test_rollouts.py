@@ -9,7 +9,7 @@ import pytest
 
 from rewardmill.pipelines import rollouts
 from rewardmill.pipelines.config import ConfigError
-from rewardmill.schemas import ROLLOUT_V1
+from rewardmill.schemas import ROLLOUT_V2
 from rewardmill.transforms.io.parquet import read_rows
 from rewardmill.transforms.sampling.policy import FINGERPRINT_FILE
 from tests.conftest import tiny_params
@@ -41,14 +41,14 @@ def test_rollouts_are_complete_deterministic_and_batch_independent(tmp_path, par
     params, prompts, model = inputs
     first = run_stage(tmp_path, params_file, params, prompts, model, "r1")
     table = pq.read_table(first / "part-00000-of-00001.parquet")  # non-empty: safe to read directly
-    assert table.schema.equals(ROLLOUT_V1, check_metadata=True)
+    assert table.schema.equals(ROLLOUT_V2, check_metadata=True)
     rows = table.to_pylist()
     assert len(rows) == 4 * 2 and len({r["rollout_id"] for r in rows}) == 8
     fingerprint = json.loads((model / FINGERPRINT_FILE).read_text())["fingerprint"]
     assert {r["policy"]["fingerprint"] for r in rows} == {fingerprint}
     assert all(r["finish_reason"] in ("stop", "length") and r["n_tokens"] <= 8 for r in rows)
     manifest = json.loads((first / "_manifest.json").read_text())
-    assert manifest["rows"] == 8 and manifest["rejects"] == {} and manifest["schema"] == "rollout_v1"
+    assert manifest["rows"] == 8 and manifest["rejects"] == {} and manifest["schema"] == "rollout_v2"
 
     again = run_stage(tmp_path, params_file, params, prompts, model, "r2")
     assert digest(first / "part-00000-of-00001.parquet") == digest(again / "part-00000-of-00001.parquet")

@@ -26,6 +26,9 @@ _IS_BETTER = re.compile(
     r"(?:(?i:answer|response|assistant)\s+)?\b(A|B)\b\s+(?i:is|was)\s+(?i:the\s+)?"
     r"(?i:better|best|preferred|superior|stronger|more)"
 )
+# The requested format: the reply starts with the letter, as "A", "B.", "A: ...", "A (12)" or "(B)"; "A great answer"
+# is not one.
+_LEADING = re.compile(r"[\s(\[]*(A|B)(?=\s*(?:[:.)\](]|$))")
 _LONE = re.compile(rf"[\s(\[]*(A|B|(?i:{_TIE_WORDS}|[ab]))[\s.)\]!]*$")
 
 
@@ -39,14 +42,16 @@ class PairVerdict:
 
 def build_pairwise(question: str, answer_a: str, answer_b: str, criteria: str) -> tuple[dict, ...]:
     """System + user messages asking which of two answers is better on `criteria`: "Winner: A|B|tie", a reason."""
+    # Short on purpose: a "Winner: <A or B or tie>" template made small judges echo an answer instead of choosing;
+    # asking for the letter first gets a letter from them, and strong judges follow either.
     system = (
-        f"You compare two answers to the same question on: {criteria}\n"
-        "The order and the length of the answers must not influence you.\n"
-        "Reply in exactly two lines:\nWinner: <A or B or tie>\nReason: <one short sentence>"
+        f"You are a fair judge. You compare two answers to the same question on: {criteria}\n"
+        "The order and the length of the answers must not influence you."
     )
     user = (
         f"Question:\n{question}\n\n[Answer A]\n{answer_a}\n[End of Answer A]\n\n"
-        f"[Answer B]\n{answer_b}\n[End of Answer B]\n\nWhich answer is better? Start with 'Winner:'."
+        f"[Answer B]\n{answer_b}\n[End of Answer B]\n\n"
+        "Which answer is better? Reply with one letter, A or B (or tie), then the reason."
     )
     return ({"role": "system", "content": system}, {"role": "user", "content": user})
 
@@ -57,18 +62,22 @@ def _winner(token: str) -> str:
 
 
 def parse_pairwise(text: str | None) -> PairVerdict:
-    """Lenient parse of a pairwise reply, by priority: [[A]] (last, MT-Bench), "Winner: A" (first), "A is better",
-    a lone "A" / "tie" on the first line. Never raises; anything else is PairVerdict(None, None)."""
+    """Lenient parse of a pairwise reply, by priority: [[A]] (last, MT-Bench), "Winner: A" (first), a reply that
+    starts with the letter ("A: ...", "B."), "A is better", a lone "A" / "tie" on the first line. Never raises;
+    anything else is PairVerdict(None, None)."""
     if not isinstance(text, str):
         return PairVerdict(None, None)
     clean = strip_markup(text)
     brackets = list(_BRACKETS.finditer(clean))
     if brackets:
         return PairVerdict(_winner(brackets[-1].group(1)), brackets[-1].group(0))
-    for pattern in (_LABELED, _IS_BETTER):
-        if match := pattern.search(clean):
-            token = next(g for g in match.groups() if g)
-            return PairVerdict(_winner(token), match.group(0).strip())
+    if match := _LABELED.search(clean):
+        token = next(g for g in match.groups() if g)
+        return PairVerdict(_winner(token), match.group(0).strip())
+    if match := _LEADING.match(clean):
+        return PairVerdict(match.group(1), match.group(0).strip())
+    if match := _IS_BETTER.search(clean):
+        return PairVerdict(match.group(1), match.group(0).strip())
     if match := _LONE.match(clean.strip().split("\n", 1)[0]):
         return PairVerdict(_winner(match.group(1)), match.group(0).strip())
     return PairVerdict(None, None)

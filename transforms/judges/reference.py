@@ -1,9 +1,10 @@
 """Reference-guided equivalence judge, the pure pieces: "is this answer equivalent to the reference?".
 
 For answers a rule verifier cannot compare (free-form text, units, paraphrases). `build_equivalence` -> chat
-messages asking for one word, Yes or No; `parse_yes_no(text)` -> YesNo (value None on malformed text);
-`p_yes(logprobs)` -> P(yes) / (P(yes) + P(no)) at the answer position, a soft score that ranks better than the
-greedy word. `YES_NO` and `parse_yes_no` are reused by the binary principles of rubric.py.
+messages asking for one word, Yes or No (`build_correctness`: "is this answer correct?" when there is no
+reference); `parse_yes_no(text)` -> YesNo (value None on malformed text); `p_yes(logprobs)` -> P(yes) /
+(P(yes) + P(no)) at the answer position, a soft score that ranks better than the greedy word. `YES_NO` and
+`parse_yes_no` are reused by the binary principles of rubric.py.
 """
 
 import re
@@ -40,6 +41,17 @@ def build_equivalence(question: str, answer: str, reference: str) -> tuple[dict,
         f"Question:\n{question}\n\nReference answer:\n{reference}\n\nAnswer to check:\n{answer}\n\n"
         "Is the answer equivalent to the reference? Reply Yes or No."
     )
+    return ({"role": "system", "content": system}, {"role": "user", "content": user})
+
+
+def build_correctness(question: str, answer: str) -> tuple[dict, ...]:
+    """System + user messages asking whether `answer` correctly answers `question`, for rows with no reference:
+    the same one-word Yes/No format as `build_equivalence`, so `parse_yes_no` and `p_yes` read both."""
+    system = (
+        "You check whether an answer to a question is correct. Judge the final result, not the wording or format."
+        "\nReply with one word: Yes or No."
+    )
+    user = f"Question:\n{question}\n\nAnswer to check:\n{answer}\n\nIs the answer correct? Reply Yes or No."
     return ({"role": "system", "content": system}, {"role": "user", "content": user})
 
 

@@ -11,8 +11,12 @@ from rewardmill.transforms.labelers.format import FormatVerifier
 from rewardmill.transforms.labelers.instruction_following import InstructionFollowingVerifier
 from rewardmill.transforms.labelers.length import LengthPenaltyVerifier
 from rewardmill.transforms.labelers.math_answer import MathAnswerVerifier
+from rewardmill.transforms.labelers.pairwise_judge import PairwiseJudge
+from rewardmill.transforms.labelers.panel_judge import PanelJudge
 from rewardmill.transforms.labelers.pointwise_judge import PointwiseJudge
+from rewardmill.transforms.labelers.reference_judge import ReferenceJudge
 from rewardmill.transforms.labelers.reference_similarity import ReferenceSimilarityVerifier
+from rewardmill.transforms.labelers.rubric_judge import RubricJudge
 from rewardmill.transforms.labelers.tiered import TieredVerifier
 
 # `rewardmill new-labeler NAME` adds its import above and its entry below.
@@ -22,8 +26,12 @@ LABELERS = {
     "instruction_following": InstructionFollowingVerifier,
     "length": LengthPenaltyVerifier,
     "math_answer": MathAnswerVerifier,
+    "pairwise_judge": PairwiseJudge,
+    "panel_judge": PanelJudge,
     "pointwise_judge": PointwiseJudge,
+    "reference_judge": ReferenceJudge,
     "reference_similarity": ReferenceSimilarityVerifier,
+    "rubric_judge": RubricJudge,
     "tiered": TieredVerifier,
 }
 

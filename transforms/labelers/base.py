@@ -15,6 +15,10 @@ class Label:
     rationale: str = ""
     raw: str | None = None
     aspect: str = "correctness"
+    # Set when the row could not be labeled for a reason outside the row (a judge call failed beyond its retry
+    # budget): the label stage sends the row to _rejects with this reason instead of writing a label, and never
+    # caches it, so the next run tries again. Nothing about the rollout itself is judged.
+    reject_reason: str | None = None
 
     def __post_init__(self):
         if self.verdict not in VERDICTS:
@@ -23,6 +27,8 @@ class Label:
             raise ValueError(f"confidence {self.confidence} is outside [0, 1]")
         if self.score is None and self.verdict in ("correct", "incorrect"):
             raise ValueError("a correct/incorrect verdict needs a score")
+        if self.reject_reason is not None and self.verdict != "error":
+            raise ValueError("a label with a reject_reason must have verdict error")
 
 
 def label_row(row: dict, labeler: str, version: str, label: Label) -> dict:

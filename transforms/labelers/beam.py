@@ -11,6 +11,7 @@ from rewardmill.transforms.labelers.base import Label, label_row
 from rewardmill.transforms.labelers.cache import LabelCache, record_key
 
 REJECTED = "rejected"
+USAGE_NAMESPACE = "judge"
 NOT_APPLICABLE = "not_applicable"
 
 log = logging.getLogger("rewardmill")
@@ -44,7 +45,9 @@ class LabelRollouts(beam.DoFn):
     """Main output: LABEL_V1 rows. Tagged `rejected`: rows lacking a column the labeler reads. Tagged
     `not_applicable`: (task, rollout_id) of rows whose task the labeler does not handle (its `tasks`).
 
-    A labeler that raises yields a label with verdict `error` and score None (the row is still accounted for).
+    A labeler that raises yields a label with verdict `error` and score None (the row is still accounted for). A
+    label with a `reject_reason` (a judge call that failed beyond its retries) goes to `rejected` instead, uncached.
+    Judge labelers' calls and tokens are counted in Beam counters (namespace `judge`) for the stage's metrics.
     With `cache_dir`, labels are read from and written to a per-record LabelCache. `tasks` overrides the
     labeler's own `tasks` (params `labelers.<key>.tasks`).
     """
@@ -68,6 +71,7 @@ class LabelRollouts(beam.DoFn):
         self.cache = LabelCache(cache_dir, labeler_cls, config, flush_every) if cache_dir else None
         self.cache_dir = cache_dir
         self.labeler = None
+        self._usage_seen: dict[str, int] = {}
 
     def setup(self):
         self.labeler = self.labeler_cls(self.config)
@@ -118,12 +122,30 @@ class LabelRollouts(beam.DoFn):
         return None
 
     def _emit(self, rows: list[dict], done: dict):
+        self._count_usage()
         for row in rows:
             label = done.get(id(row))
-            if label is not None:
-                beam.metrics.Metrics.counter("label", f"verdict_{label.verdict}").inc()
-                self.progress.update(1)
-                yield label_row(row, self.key, self.labeler.version, label)
+            if label is None:
+                continue
+            self.progress.update(1)
+            if label.reject_reason is not None:
+                beam.metrics.Metrics.counter("label", f"rejected_{label.reject_reason}").inc()
+                stage = f"label@{self.key}"
+                yield beam.pvalue.TaggedOutput(
+                    REJECTED, reject(stage, row.get("rollout_id"), label.reject_reason, label.rationale)
+                )
+                continue
+            beam.metrics.Metrics.counter("label", f"verdict_{label.verdict}").inc()
+            yield label_row(row, self.key, self.labeler.version, label)
+
+    def _count_usage(self) -> None:
+        """Judge calls and tokens since the last batch, as Beam counters (summed over workers by the runner)."""
+        usage = self.labeler.usage() if callable(getattr(self.labeler, "usage", None)) else None
+        for name, total in (usage or {}).items():
+            delta = total - self._usage_seen.get(name, 0)
+            if delta:
+                beam.metrics.Metrics.counter(USAGE_NAMESPACE, name).inc(delta)
+            self._usage_seen[name] = total
 
     def _process_group(self, rows: list[dict]):
         """All rollouts of one prompt through `label_group`. Each label is cached under the row's own values plus

@@ -10,9 +10,8 @@ A backend without logprobs and one sample gives the parsed rating at a flat, low
 """
 
 import json
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
-from rewardmill.transforms.judges.backends import make_client
 from rewardmill.transforms.judges.client import BackendConfig, JudgeRequest, JudgeResponse, Sampling
 from rewardmill.transforms.judges.likert import (
     build_pointwise,
@@ -23,6 +22,7 @@ from rewardmill.transforms.judges.likert import (
     self_consistency,
 )
 from rewardmill.transforms.labelers.base import Label
+from rewardmill.transforms.labelers.judge_base import JudgeLabeler, call_failed, question_of
 
 # One greedy rating read from text alone: no measure of how sure the judge was.
 CONFIDENCE_UNCALIBRATED = 0.5
@@ -47,35 +47,15 @@ class PointwiseJudgeConfig:
             raise ValueError(f"samples must be >= 1, got {self.samples}")
 
 
-def question_of(messages) -> str:
-    """The last user turn: what the completion answers."""
-    users = [m["content"] for m in messages or () if m.get("role") == "user"]
-    return users[-1] if users else ""
-
-
-class PointwiseJudge:
+class PointwiseJudge(JudgeLabeler):
     name = "pointwise_judge"
     version = "1"
     reads = ("messages", "completion")
     Config = PointwiseJudgeConfig
 
     def __init__(self, config: PointwiseJudgeConfig | None = None):
+        super().__init__()
         self.config = config or PointwiseJudgeConfig()
-        self._client = None
-
-    def __getstate__(self):  # clients hold models and connections; a copy opens its own when first used
-        return {**self.__dict__, "_client": None}
-
-    @property
-    def client(self):
-        if self._client is None:
-            self._client = make_client(self.config.backend)
-        return self._client
-
-    def set_call_cache(self, directory: str) -> None:
-        """Called by the label stage: every judge call is cached by content hash under `directory`."""
-        if self.config.backend.cache_dir is None:
-            self.config = replace(self.config, backend=replace(self.config.backend, cache_dir=directory))
 
     def request(self, messages, completion: str) -> JudgeRequest:
         cfg = self.config
@@ -97,7 +77,7 @@ class PointwiseJudge:
         """Pure: a judge response -> Label. Malformed text gives score None (abstain) with the text kept."""
         cfg = self.config
         if response.error:
-            return Label(None, 0.0, "error", f"judge call failed: {response.error}"[:500], aspect=cfg.aspect)
+            return call_failed(response.error, cfg.aspect)
         texts = [c.text for c in response.completions]
         parsed = [parse_likert(text, cfg.scale) for text in texts]
         raw = {"texts": texts, "parsed": [p.score for p in parsed]}
@@ -124,12 +104,3 @@ class PointwiseJudge:
         rationale = f"{how} on a {cfg.scale[0]}-{cfg.scale[1]} scale. {reason}".strip()
         confidence = round(min(1.0, confidence), 6)
         return Label(rescaled, confidence, verdict, rationale[:500], raw=raw_text, aspect=cfg.aspect)
-
-    def usage(self) -> dict[str, int] | None:
-        """Calls and tokens so far (the label stage logs them); None before the first call."""
-        return self._client.usage() if self._client is not None else None
-
-    def teardown(self) -> None:
-        if self._client is not None:
-            self._client.close()
-            self._client = None

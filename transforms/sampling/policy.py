@@ -104,9 +104,24 @@ def materialize(source: str, out_dir: str | Path, name: str, dtype: str = "float
     out_dir = Path(out_dir)
     model.save_pretrained(out_dir)
     tokenizer.save_pretrained(out_dir)
+    drop_load_options(out_dir / "tokenizer_config.json")
     info = PolicyInfo(name=name, source=source, fingerprint=fingerprint(out_dir))
     (out_dir / FINGERPRINT_FILE).write_text(json.dumps(info.__dict__, indent=2, sort_keys=True) + "\n")
     return info
+
+
+# Loading options transformers writes into the saved tokenizer config: they describe how it was loaded (e.g. whether
+# HF_HUB_OFFLINE was set), not the tokenizer, and would make the fingerprint depend on the environment.
+LOAD_OPTIONS = ("local_files_only",)
+
+
+def drop_load_options(path: Path) -> None:
+    if not path.exists():
+        return
+    config = json.loads(path.read_text(encoding="utf-8"))
+    if any(key in config for key in LOAD_OPTIONS):
+        kept = {k: v for k, v in config.items() if k not in LOAD_OPTIONS}
+        path.write_text(json.dumps(kept, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
 def read_policy_info(directory: str | Path) -> PolicyInfo:

@@ -1,4 +1,4 @@
-"""Beam glue around the sampling backends: deterministic batching in, ROLLOUT_V1 rows out."""
+"""Beam glue around the sampling backends: deterministic batching in, ROLLOUT_V2 rows out."""
 
 from typing import Any
 
@@ -39,7 +39,7 @@ class FormBatches(beam.PTransform):
 
 
 class ToRolloutRows(beam.DoFn):
-    """list of (prompt row, Sample) -> ROLLOUT_V1 rows."""
+    """list of (prompt row, Sample) -> ROLLOUT_V2 rows."""
 
     def __init__(self, policy, backend: str, sampling: SamplingParams):
         self.policy = policy
@@ -61,6 +61,7 @@ def to_rollout_row(prompt: dict[str, Any], sample, policy, backend: str, samplin
         "reference": prompt["reference"],
         "tests": prompt["tests"],
         "constraints": prompt["constraints"],
+        "rubric": prompt.get("rubric"),
         "split": prompt["split"],
         "sample_index": sample.index,
         "completion": sample.completion,

@@ -8,6 +8,9 @@ null (never a silent 0).
     rollouts                count, finish_reason counts, mean_n_tokens, pass_rate (share of `pass_labeler`'s
                             labels with verdict "correct")
     labels.<name>           count, share_correct, share_null_score, verdicts (counts)
+    label_agreement         for each two labelers that both gave a correct/incorrect verdict on some rollouts
+                            ("a|b"): n, agreement, cohen_kappa (judge vs verifier, judge vs judge), and
+                            Krippendorff's alpha (nominal) over every labeler's verdicts ("all")
     datasets.<name>         for pair datasets: count, splits (counts), mean_margin, length_bias (share of pairs
                             whose chosen completion has more tokens than the rejected one)
 """
@@ -47,7 +50,13 @@ def compute_metrics(
     rollout_stats = {**rollout_metrics(rollouts), "pass_rate": passing["share_correct"] if passing else None}
     pairs = [d for d in dataset_dirs if read_manifest(d).get("schema") == schema_id(PAIR_V1)]
     pair_datasets = {d.name: pair_metrics(d) for d in pairs}
-    return {"stages": stages, "rollouts": rollout_stats, "labels": per_labeler, "datasets": pair_datasets}
+    return {
+        "stages": stages,
+        "rollouts": rollout_stats,
+        "labels": per_labeler,
+        "label_agreement": label_agreement(label_dirs),
+        "datasets": pair_datasets,
+    }
 
 
 def subfolders(directory: str | Path) -> list[Path]:
@@ -97,6 +106,39 @@ def label_metrics(directory: str | Path) -> dict[str, Any]:
         "share_null_score": share(table.column("score").null_count, table.num_rows),
         "verdicts": verdicts,
     }
+
+
+def binary_verdicts(directory: str | Path) -> dict[str, bool]:
+    """rollout_id -> True (correct) / False (incorrect); other verdicts (abstain, error, timeout) are left out."""
+    table = read_columns(directory, ["rollout_id", "verdict"])
+    ids, verdicts = table.column("rollout_id").to_pylist(), table.column("verdict").to_pylist()
+    return {i: v == "correct" for i, v in zip(ids, verdicts, strict=True) if v in ("correct", "incorrect")}
+
+
+def label_agreement(label_dirs: list[Path]) -> dict[str, Any]:
+    """How often labelers agree on the rollouts they both decided (a judge against a rule verifier is the
+    judge's accuracy proxy; two judges, their reliability). Pairs with no shared rollout are left out."""
+    from rewardmill.transforms.judges.agreement import judge_verifier_agreement, krippendorff_alpha
+
+    verdicts = {d.name: binary_verdicts(d) for d in label_dirs}
+    names = sorted(verdicts)
+    result: dict[str, Any] = {}
+    for i, a in enumerate(names):
+        for b in names[i + 1 :]:
+            shared = sorted(verdicts[a].keys() & verdicts[b].keys())
+            if not shared:
+                continue
+            stats = judge_verifier_agreement([verdicts[a][r] for r in shared], [verdicts[b][r] for r in shared])
+            result[f"{a}|{b}"] = {
+                "n": stats["n"],
+                "agreement": rounded(stats["agreement"]),
+                "cohen_kappa": rounded(stats["cohen_kappa"]),
+            }
+    if result:
+        rollouts = sorted(set().union(*(v.keys() for v in verdicts.values())))
+        ratings = [[verdicts[n].get(r) for r in rollouts] for n in names]
+        result["all"] = {"labelers": names, "krippendorff_alpha": rounded(krippendorff_alpha(ratings, "nominal"))}
+    return result
 
 
 def pair_metrics(directory: str | Path) -> dict[str, Any]:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
-from rewardmill.schemas import PAIR_V1, ROLLOUT_V1
+from rewardmill.schemas import PAIR_V1, ROLLOUT_V2
 from rewardmill.schemas.common import schema_id
 
 if TYPE_CHECKING:
@@ -112,7 +112,7 @@ def build_pair_suite(min_rows: int = 1) -> "gx.ExpectationSuite":
 
 
 def build_rollout_suite(min_rows: int = 1) -> "gx.ExpectationSuite":
-    """Suite for ROLLOUT_V1 frames: unique rollout_id, known finish_reason and split, non-negative n_tokens."""
+    """Suite for ROLLOUT_V2 frames: unique rollout_id, known finish_reason and split, non-negative n_tokens."""
     import great_expectations as gx
 
     e = gx.expectations
@@ -124,7 +124,7 @@ def build_rollout_suite(min_rows: int = 1) -> "gx.ExpectationSuite":
         e.ExpectColumnValuesToBeBetween(column="n_tokens", min_value=0),
         e.ExpectColumnValuesToBeBetween(column="sample_index", min_value=0),
     ]
-    return _suite("rollout_v1", [*schema_expectations(ROLLOUT_V1), *semantic])
+    return _suite("rollout_v2", [*schema_expectations(ROLLOUT_V2), *semantic])
 
 
 def no_helpers(table: pa.Table) -> dict[str, list[bool]]:
@@ -144,5 +144,5 @@ class SuiteSpec:
 # Keyed by the schema id stage manifests record (`_manifest.json` "schema").
 SUITES: dict[str, SuiteSpec] = {
     schema_id(PAIR_V1): SuiteSpec(PAIR_V1, "pair_id", build_pair_suite, pair_helper_columns),
-    schema_id(ROLLOUT_V1): SuiteSpec(ROLLOUT_V1, "rollout_id", build_rollout_suite, no_helpers),
+    schema_id(ROLLOUT_V2): SuiteSpec(ROLLOUT_V2, "rollout_id", build_rollout_suite, no_helpers),
 }

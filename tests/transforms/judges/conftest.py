@@ -1,25 +1,14 @@
-"""Judge client fixtures: the real default model as a local judge, and behind a real OpenAI-compatible server.
+"""Judge client fixtures: the real default model as a local judge (the real OpenAI-compatible server on it,
+`judge_server`, is in tests/conftest.py: the label stage tests use it too).
 
-Both are session-scoped (loading the model and starting `transformers serve` take seconds each); tests keep
-max_tokens tiny so the whole judge client suite stays short on 2 CPU cores.
+Session-scoped (loading the model takes seconds); tests keep max_tokens tiny so the whole judge client suite stays
+short on 2 CPU cores.
 """
-
-import os
-import signal
-import subprocess
-import sys
-import time
-import urllib.request
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
 from rewardmill.transforms.judges.client import BackendConfig
 from rewardmill.transforms.judges.transformers_client import TransformersJudgeClient
-from tests.transforms.judges.fault_proxy import free_port
-
-TRANSFORMERS_CLI = Path(sys.executable).with_name("transformers")
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -38,43 +27,3 @@ def one_torch_thread():
 def local_judge(policy_dir) -> TransformersJudgeClient:
     """The real default model as a local judge client, loaded once per session."""
     return TransformersJudgeClient(BackendConfig(model=str(policy_dir), batch_size=4))
-
-
-@pytest.fixture(scope="session")
-def judge_server(policy_dir, tmp_path_factory) -> Iterator[str]:
-    """`transformers serve` on the default model, CPU, float32: yields its root URL (clients add /v1)."""
-    port = free_port()
-    log_path = tmp_path_factory.mktemp("judge_server") / "serve.log"
-    command = [str(TRANSFORMERS_CLI), "serve", str(policy_dir), "--host", "127.0.0.1", "--port", str(port)]
-    command += ["--device", "cpu", "--dtype", "float32"]
-    with log_path.open("wb") as log:
-        process = subprocess.Popen(
-            command,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            env={**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"},
-            start_new_session=True,
-        )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 180
-        while True:
-            if process.poll() is not None:
-                pytest.fail(f"transformers serve exited with {process.returncode}:\n{log_path.read_text()[-3000:]}")
-            try:
-                with urllib.request.urlopen(f"{url}/health", timeout=2) as response:
-                    if response.status == 200:
-                        break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail(f"transformers serve not healthy after 180 s:\n{log_path.read_text()[-3000:]}")
-            time.sleep(0.5)
-        yield url
-    finally:
-        os.killpg(process.pid, signal.SIGTERM)
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()

@@ -28,6 +28,11 @@ from rewardmill.transforms.judges.pairwise import (
         ("B", PairVerdict("B", "B")),  # a lone letter
         ("a.", PairVerdict("A", "a.")),  # a lone lower-case letter
         ("Tie", PairVerdict("tie", "Tie")),  # a lone tie
+        ("A: 12", PairVerdict("A", "A")),  # the letter first, then the answer it picked (SmolLM2-135M does this)
+        ("(B) because it is right", PairVerdict("B", "(B")),  # the letter first, in brackets
+        ("A (12)\n\nThe answer is", PairVerdict("A", "A")),  # the letter, then the answer it picked in brackets
+        ("B.\nA is shorter but wrong.", PairVerdict("B", "B")),  # the leading letter beats a later sentence
+        ("A great answer.", PairVerdict(None, None)),  # malformed: a leading article is not a letter
         ("Winner: A\nReason: B is shorter but wrong.", PairVerdict("A", "Winner: A")),  # the label beats the reason
         ("Winner: A or B or tie", PairVerdict(None, None)),  # malformed: template echoed
         ("Winner: A, B", PairVerdict(None, None)),  # malformed: two winners
@@ -44,7 +49,8 @@ def test_parse_pairwise(text, expected):
 def test_build_pairwise_labels_both_answers():
     system, user = build_pairwise("Q?", "first answer", "second answer", "helpfulness")
     assert system["role"] == "system" and user["role"] == "user"
-    assert "Winner: <A or B or tie>" in system["content"] and "helpfulness" in system["content"]
+    assert "helpfulness" in system["content"] and "order" in system["content"]
+    assert "one letter, A or B" in user["content"]
     assert user["content"].index("first answer") < user["content"].index("second answer")
     assert "[Answer A]\nfirst answer\n[End of Answer A]" in user["content"]
 

@@ -4,7 +4,7 @@ import pickle
 import pytest
 
 from rewardmill.transforms.judges.client import TokenLogprob
-from rewardmill.transforms.judges.reference import YesNo, build_equivalence, p_yes, parse_yes_no
+from rewardmill.transforms.judges.reference import YesNo, build_correctness, build_equivalence, p_yes, parse_yes_no
 
 
 def pos(token: str, probs: dict[str, float]) -> TokenLogprob:
@@ -39,6 +39,22 @@ def test_build_equivalence():
     assert "Yes or No" in system["content"]
     content = user["content"]
     assert content.index("How much?") < content.index("Reference answer:\n12") < content.index("12 coins")
+
+
+@pytest.mark.parametrize(
+    ("question", "answer"),
+    [
+        ("How much?", "12 coins"),  # plain
+        ("", ""),  # empty question and answer still give a well-formed prompt
+        ("Say {x}", "Yes or No"),  # braces and the format words in the answer are kept verbatim
+    ],
+)
+def test_build_correctness(question, answer):
+    system, user = build_correctness(question, answer)
+    assert (system["role"], user["role"]) == ("system", "user")
+    assert "Yes or No" in system["content"] and "Reference" not in user["content"]  # no reference section
+    content = user["content"]
+    assert content.index(f"Question:\n{question}") < content.index(f"Answer to check:\n{answer}")
 
 
 @pytest.mark.parametrize(

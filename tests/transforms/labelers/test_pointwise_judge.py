@@ -6,7 +6,8 @@ import pytest
 from rewardmill.pipelines.config import ConfigError, from_dict
 from rewardmill.transforms.judges.client import BackendConfig, Completion, JudgeResponse, TokenLogprob
 from rewardmill.transforms.labelers import get_labeler_class
-from rewardmill.transforms.labelers.pointwise_judge import PointwiseJudge, PointwiseJudgeConfig, question_of
+from rewardmill.transforms.labelers.judge_base import question_of
+from rewardmill.transforms.labelers.pointwise_judge import PointwiseJudge, PointwiseJudgeConfig
 
 MESSAGES = [{"role": "user", "content": "What is 2 + 3?"}]
 
@@ -32,6 +33,8 @@ def test_to_label_table(resp, verdict, score):
     assert label.rationale
     if verdict != "error":
         assert json.loads(label.raw)["texts"] == [c.text for c in resp.completions]  # raw text kept
+    else:
+        assert label.reject_reason == "judge_call_failed"  # the stage sends it to _rejects
 
 
 def test_geval_expected_score_and_confidence_from_logprobs():
@@ -67,7 +70,7 @@ def test_config_from_params_and_bad_values():
 def test_registered_and_pickles():
     assert get_labeler_class("pointwise_judge") is PointwiseJudge
     judge = pickle.loads(pickle.dumps(PointwiseJudge(PointwiseJudgeConfig(criteria="c"))))
-    assert judge.config.criteria == "c" and judge._client is None
+    assert judge.config.criteria == "c" and judge._clients == {}
 
 
 def test_real_default_model_judges_and_reruns_from_the_call_cache(policy_dir, tmp_path):
@@ -83,4 +86,4 @@ def test_real_default_model_judges_and_reruns_from_the_call_cache(policy_dir, tm
     again = PointwiseJudge(config)
     again.set_call_cache(str(tmp_path / "calls"))
     assert again.label_many(rows) == first  # same bytes from the cache, no model loaded
-    assert again.usage()["cache_hits"] == 3 and again._client.inner._policy is None
+    assert again.usage()["cache_hits"] == 3 and again.client.inner._policy is None

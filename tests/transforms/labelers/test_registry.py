@@ -5,7 +5,7 @@ import pickle
 import pytest
 
 from rewardmill.pipelines.config import from_dict
-from rewardmill.schemas.rollout import ROLLOUT_V1
+from rewardmill.schemas.rollout import ROLLOUT_V2
 from rewardmill.transforms.labelers import LABELERS
 from tests.conftest import REPO
 
@@ -17,6 +17,6 @@ def test_labeler_conventions(key):
     assert (REPO / "transforms/labelers" / f"{key}.py").exists()
     assert cls.name == key and isinstance(cls.version, str) and cls.version
     labeler = cls(from_dict(cls.Config, {}, key))
-    assert set(labeler.reads) <= set(ROLLOUT_V1.names)
+    assert set(labeler.reads) <= set(ROLLOUT_V2.names)
     assert getattr(labeler, "tasks", None) is None or isinstance(labeler.tasks, tuple)
     assert pickle.loads(pickle.dumps(labeler)).version == cls.version

@@ -56,3 +56,17 @@ def test_hub_ids_and_folders_resolve(tmp_path):
 def test_missing_fingerprint_file_says_what_to_run(tmp_path):
     with pytest.raises(FileNotFoundError, match="model"):
         read_policy_info(tmp_path)
+
+
+def test_saved_tokenizer_config_does_not_depend_on_how_it_was_loaded(policy_dir, tmp_path):
+    """transformers writes `local_files_only` (true under HF_HUB_OFFLINE) into the saved config: dropped, so the
+    fingerprint is the same whether or not the model stage ran offline."""
+    import json
+
+    from rewardmill.transforms.sampling.policy import drop_load_options
+
+    assert "local_files_only" not in json.loads((policy_dir / "tokenizer_config.json").read_text())
+    path = tmp_path / "tokenizer_config.json"
+    path.write_text(json.dumps({"a": 1, "local_files_only": True, "b": "é"}))
+    drop_load_options(path)
+    assert json.loads(path.read_text()) == {"a": 1, "b": "é"}

@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from rewardmill.pipelines.stage import REJECTS_DIR, reject, write_manifest
-from rewardmill.schemas import LABEL_V1, PAIR_V1, PROMPT_V1, REJECT_V1, ROLLOUT_V1
+from rewardmill.schemas import LABEL_V1, PAIR_V1, PROMPT_V1, REJECT_V1, ROLLOUT_V2
 
 USER = [{"role": "user", "content": "What is 2 + 3?"}]
 
@@ -49,6 +49,7 @@ def rollout_row(i: int, **overrides: Any) -> dict[str, Any]:
         "reference": "5",
         "tests": None,
         "constraints": None,
+        "rubric": None,
         "split": "train",
         "sample_index": i % 2,
         "completion": f"answer {i}",
@@ -134,7 +135,7 @@ def write_project(root: Path, pairs: list[dict[str, Any]] | None = None, pair_sc
     """data/{prompts,rollouts,labels/math_answer,datasets/pairs} under `root`, all valid unless `pairs` says so."""
     data = root / "data"
     write_stage(data / "prompts", [prompt_row(i) for i in range(2)], PROMPT_V1, "prompts", {"duplicate_prompt": 1})
-    write_stage(data / "rollouts", [rollout_row(i) for i in range(4)], ROLLOUT_V1, "rollouts")
+    write_stage(data / "rollouts", [rollout_row(i) for i in range(4)], ROLLOUT_V2, "rollouts")
     labels = [label_row(i, v, s) for i, (v, s) in enumerate(VERDICTS)]
     write_stage(data / "labels" / "math_answer", labels, LABEL_V1, "label")
     write_stage(data / "datasets" / "pairs", PAIRS if pairs is None else pairs, pair_schema, "assemble", {"tie": 2})

@@ -5,7 +5,7 @@ import shutil
 
 import pytest
 
-from rewardmill.schemas import LABEL_V1, ROLLOUT_V1
+from rewardmill.schemas import LABEL_V1, ROLLOUT_V2
 from rewardmill.transforms.validation.metrics import compute_metrics, rounded, share, value_counts
 from tests.transforms.validation.conftest import label_row, rollout_row, write_stage
 
@@ -32,6 +32,7 @@ def test_metrics_of_known_project(project):
                 "verdicts": {"correct": 2, "incorrect": 1, "timeout": 1},
             }
         },
+        "label_agreement": {},  # one labeler: nothing to compare
         # margins 0.75, 0.75, 1.0; chosen longer than rejected in pairs 1 and 2 (30 > 20), not in pair 0 (12 < 20)
         "datasets": {
             "pairs": {"count": 3, "splits": {"test": 1, "train": 2}, "mean_margin": 0.833333, "length_bias": 0.666667}
@@ -52,7 +53,7 @@ def test_pass_rate_is_null_without_the_pass_labeler(project):
 def test_empty_folders_give_null_shares_not_zero(project):
     shutil.rmtree(project / "labels" / "math_answer")
     write_stage(project / "labels" / "judge", [], LABEL_V1, "label")
-    write_stage(project / "rollouts", [], ROLLOUT_V1, "rollouts")
+    write_stage(project / "rollouts", [], ROLLOUT_V2, "rollouts")
     metrics = metrics_of(project, pass_labeler="judge")
     empty = {"count": 0, "share_correct": None, "share_null_score": None, "verdicts": {}}
     assert metrics["labels"] == {"judge": empty}
@@ -60,7 +61,7 @@ def test_empty_folders_give_null_shares_not_zero(project):
 
 
 def test_only_pair_datasets_get_pair_metrics(project):
-    write_stage(project / "datasets" / "rl_prompts", [rollout_row(0)], ROLLOUT_V1, "assemble")
+    write_stage(project / "datasets" / "rl_prompts", [rollout_row(0)], ROLLOUT_V2, "assemble")
     metrics = metrics_of(project)
     assert metrics["stages"]["datasets/rl_prompts"]["rows"] == 1
     assert sorted(metrics["datasets"]) == ["pairs"]
@@ -70,6 +71,22 @@ def test_verdict_counts_follow_the_data(project):
     rows = [label_row(0, "correct", 1.0), label_row(1, "abstain", None)]
     write_stage(project / "labels" / "math_answer", rows, LABEL_V1, "label")
     assert metrics_of(project)["labels"]["math_answer"]["verdicts"] == {"abstain": 1, "correct": 1}
+
+
+def test_label_agreement_between_two_labelers_on_shared_rollouts(project):
+    verdicts = ["correct", "incorrect", "correct", "abstain"]  # math_answer's: correct, incorrect, correct, timeout
+    judge = [
+        {**label_row(i, v, None if v == "abstain" else float(v == "correct")), "labeler": "judge"}
+        for i, v in enumerate(verdicts)
+    ]
+    write_stage(project / "labels" / "judge", judge, LABEL_V1, "label")
+    agreement = metrics_of(project)["label_agreement"]
+    shared = agreement["judge|math_answer"]
+    assert shared["n"] == 3  # rollout 3: the judge abstained and math_answer timed out
+    assert shared["agreement"] == round(
+        sum(a == b for a, b in zip(verdicts[:3], ["correct", "incorrect", "correct"], strict=True)) / 3, 6
+    )
+    assert agreement["all"]["labelers"] == ["judge", "math_answer"]
 
 
 @pytest.mark.parametrize("missing", ["prompts", "rollouts", "labels", "datasets", "datasets/pairs/_manifest.json"])

@@ -11,7 +11,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from rewardmill.schemas import PAIR_V1, ROLLOUT_V1
+from rewardmill.schemas import PAIR_V1, ROLLOUT_V2
 from rewardmill.transforms.validation.runner import describe_failures, plain, validate_folder
 from rewardmill.transforms.validation.suites import (
     CHOSEN_DIFFERS,
@@ -93,7 +93,7 @@ def test_pair_suite_covers_every_column():
 
 
 def test_suites_are_keyed_by_manifest_schema_ids():
-    assert sorted(SUITES) == ["pair_v1", "rollout_v1"]
+    assert sorted(SUITES) == ["pair_v1", "rollout_v2"]
 
 
 def test_valid_pairs_pass_and_report_is_deterministic(tmp_path):
@@ -188,12 +188,12 @@ BAD_ROLLOUTS = {
 
 def test_rollout_suite(tmp_path):
     valid = [rollout_row(i) for i in range(4)]
-    report = validate_folder(str(write_stage(tmp_path / "good", valid, ROLLOUT_V1)), "rollout_v1", dataset="rollouts")
+    report = validate_folder(str(write_stage(tmp_path / "good", valid, ROLLOUT_V2)), "rollout_v2", dataset="rollouts")
     assert report["success"], describe_failures(report)
 
     rows = [*valid, *(row for row, _ in BAD_ROLLOUTS.values())]
-    directory = write_stage(tmp_path / "bad", rows, relaxed(ROLLOUT_V1))
-    report = validate_folder(str(directory), "rollout_v1", dataset="rollouts")
+    directory = write_stage(tmp_path / "bad", rows, relaxed(ROLLOUT_V2))
+    report = validate_folder(str(directory), "rollout_v2", dataset="rollouts")
     expected = expected_ids(BAD_ROLLOUTS, "rollout_id")
     expected[(UNIQUE, "rollout_id")].add(valid[0]["rollout_id"])  # the original of the duplicate
     assert unexpected_ids(report) == expected

@@ -1,0 +1,278 @@
+"""RubricJudge: an LLM grades each completion against a rubric, by Prometheus absolute grading or binary principles.
+
+Input columns: messages (the prompt), completion, reference (Prometheus' score-5 answer, when present), rubric (the
+prompt's own criteria and weights, if any), task (picks a per-task rubric). Output: score in [0, 1] (None = no
+criterion could be read from the judge's reply), confidence, verdict, rationale, raw (the judge's texts, the grade
+per criterion or result per principle, and where the rubric came from).
+
+What a row is graded against, first match wins: its own `rubric` column (with `use_prompt_rubric`), the
+`task_rubrics` / `task_principles` entry of its task, else `rubric` / `principles` from params (built-in generic
+ones by default). Prometheus mode: one "Feedback: ... [RESULT] n" grade on 1-5 per rubric; a prompt's criteria are
+graded one call each and weight-averaged. Principles mode (RLBFF): one call answers yes/no per principle; the score
+is the weighted share satisfied. Both report coverage (the weight share that parsed) so a half-read reply is not
+taken for a confident one.
+"""
+
+import json
+import math
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Literal
+
+from rewardmill.transforms.judges.client import BackendConfig, JudgeRequest, JudgeResponse, Sampling
+from rewardmill.transforms.judges.likert import normalize_score
+from rewardmill.transforms.judges.rubric import (
+    SCORES,
+    Principle,
+    Rubric,
+    build_principles,
+    build_prometheus,
+    parse_principles,
+    parse_prometheus,
+    principles_score,
+)
+from rewardmill.transforms.labelers.base import Label
+from rewardmill.transforms.labelers.judge_base import JudgeLabeler, call_failed, first_error, question_of
+
+DIGITS = 6
+MODES = ("prometheus", "principles")
+SCALE = (SCORES[0], SCORES[-1])
+# A greedy grade read from text alone says nothing about how sure the judge was (no logprobs, one sample), so a
+# fully parsed Prometheus grade gets half confidence, like PointwiseJudge's uncalibrated ratings.
+CONFIDENCE_UNCALIBRATED = 0.5
+
+DEFAULT_RUBRIC = {
+    "criteria": "Is the response correct and helpful for the instruction?",
+    "descriptions": {
+        1: "The response is wrong or irrelevant; it does not answer the instruction.",
+        2: "The response attempts the instruction but is mostly wrong or unhelpful.",
+        3: "The response is partly correct or helpful, with clear errors or omissions.",
+        4: "The response is correct and helpful, with minor issues.",
+        5: "The response is fully correct, complete and helpful.",
+    },
+}
+DEFAULT_PRINCIPLES = (
+    {"name": "accuracy", "text": "The response is factually and logically correct.", "weight": 2.0},
+    {"name": "completeness", "text": "The response answers every part of the instruction.", "weight": 1.0},
+    {"name": "clarity", "text": "The response is clear and easy to follow.", "weight": 1.0},
+)
+
+
+def criterion_rubric(criterion: str) -> Rubric:
+    """A generic 1-5 Prometheus rubric for one criterion of a prompt's own rubric."""
+    return Rubric(
+        criterion,
+        {
+            1: "The response does not meet the criterion at all.",
+            2: "The response meets a small part of the criterion.",
+            3: "The response meets about half of the criterion.",
+            4: "The response mostly meets the criterion, with minor gaps.",
+            5: "The response fully meets the criterion.",
+        },
+    )
+
+
+def to_principles(items) -> tuple[Principle, ...]:
+    """Principles from params dicts {name, text, weight}: unknown keys, bad weights or repeated names raise."""
+    if not isinstance(items, list | tuple) or not all(isinstance(item, dict) for item in items):
+        raise ValueError(f"principles must be a list of {{name, text, weight}} mappings, got {items!r}")
+    try:
+        principles = tuple(Principle(**item) for item in items)
+    except TypeError as exc:  # an unknown or missing key
+        raise ValueError(f"principles {list(items)!r}: {exc}") from None
+    parse_principles(None, list(principles))  # raises ValueError on an empty list or repeated names
+    return principles
+
+
+def prompt_criteria(rubric) -> list[tuple[str, float]]:
+    """(criterion, weight) from a row's `rubric` column. Weight None counts 1; entries without text or with a
+    weight that is not a positive finite number are skipped: they could not count toward a weighted score."""
+    out = []
+    for item in rubric or ():
+        text, weight = (item.get("criterion"), item.get("weight")) if isinstance(item, dict) else (None, None)
+        weight = 1.0 if weight is None else weight
+        number = isinstance(weight, int | float) and not isinstance(weight, bool)
+        if isinstance(text, str) and text.strip() and number and math.isfinite(weight) and weight > 0:
+            out.append((text.strip(), float(weight)))
+    return out
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What one row is graded against: where that came from (prompt | task | params) and its criteria."""
+
+    source: str
+    rubrics: tuple[Rubric, ...] = ()  # prometheus: one greedy call per rubric
+    weights: tuple[float, ...] = ()  # prometheus: one weight per rubric
+    principles: tuple[Principle, ...] = ()  # principles: one call answers them all
+
+
+@dataclass(frozen=True)
+class RubricJudgeConfig:
+    backend: BackendConfig = field(default_factory=BackendConfig)  # which model judges (default: the policy folder)
+    mode: Literal["prometheus", "principles"] = "prometheus"  # a 1-5 grade per rubric, or yes/no per principle
+    rubric: dict | None = field(default_factory=lambda: dict(DEFAULT_RUBRIC))  # Rubric.from_dict; None = built-in
+    task_rubrics: dict[str, dict] = field(default_factory=dict)  # prometheus: task -> rubric, overrides `rubric`
+    principles: tuple[dict, ...] = DEFAULT_PRINCIPLES  # principles mode: {name, text, weight} each
+    task_principles: dict[str, tuple[dict, ...]] = field(default_factory=dict)  # task -> principles, overrides
+    use_prompt_rubric: bool = True  # a row's own `rubric` column (criteria + weights) wins over task and params
+    use_reference: bool = True  # prometheus: the row's reference is shown as the score-5 answer when present
+    max_tokens: int = 96  # a short feedback, then "[RESULT] n" (or one line per principle)
+    pass_threshold: float = 0.5  # rescaled score at or above which the verdict is `correct`
+    aspect: str = "rubric"
+
+    def __post_init__(self):  # build every rubric and principle now, so a typo in params fails at config time
+        if self.mode not in MODES:
+            raise ValueError(f"mode must be one of {MODES}, got {self.mode!r}")
+        if self.rubric is not None:
+            Rubric.from_dict(self.rubric)
+        for task, rubric in self.task_rubrics.items():
+            try:
+                Rubric.from_dict(rubric)
+            except ValueError as exc:
+                raise ValueError(f"task_rubrics.{task}: {exc}") from None
+        to_principles(self.principles)
+        for task, items in self.task_principles.items():
+            try:
+                to_principles(items)
+            except ValueError as exc:
+                raise ValueError(f"task_principles.{task}: {exc}") from None
+        if self.max_tokens < 1:
+            raise ValueError(f"max_tokens must be >= 1, got {self.max_tokens!r}")
+        if not 0 <= self.pass_threshold <= 1:
+            raise ValueError(f"pass_threshold must be in [0, 1], got {self.pass_threshold!r}")
+
+
+class RubricJudge(JudgeLabeler):
+    name = "rubric_judge"
+    version = "1"
+    reads = ("messages", "completion", "reference", "rubric", "task")
+    Config = RubricJudgeConfig
+
+    def __init__(self, config: RubricJudgeConfig | None = None):
+        super().__init__()
+        self.config = config or RubricJudgeConfig()
+
+    def plan(self, rubric, task: str | None) -> Plan:
+        """Pure: the criteria of one row, by precedence prompt > task > params."""
+        cfg = self.config
+        criteria = prompt_criteria(rubric) if cfg.use_prompt_rubric else []
+        if cfg.mode == "prometheus":
+            if criteria:
+                return Plan("prompt", tuple(criterion_rubric(c) for c, _ in criteria), tuple(w for _, w in criteria))
+            if task in cfg.task_rubrics:
+                return Plan("task", (Rubric.from_dict(cfg.task_rubrics[task]),), (1.0,))
+            return Plan("params", (Rubric.from_dict(cfg.rubric or DEFAULT_RUBRIC),), (1.0,))
+        if criteria:
+            named = (Principle(f"criterion {i}", c, w) for i, (c, w) in enumerate(criteria, 1))
+            return Plan("prompt", principles=tuple(named))
+        if task in cfg.task_principles:
+            return Plan("task", principles=to_principles(cfg.task_principles[task]))
+        return Plan("params", principles=to_principles(cfg.principles))
+
+    def requests(self, plan: Plan, messages, completion: str, reference: str | None) -> list[JudgeRequest]:
+        """Greedy requests for one row: one per Prometheus rubric, or one listing every principle."""
+        cfg, question = self.config, question_of(messages)
+        sampling = Sampling(temperature=0.0, max_tokens=cfg.max_tokens)
+        if cfg.mode == "principles":
+            return [JudgeRequest(build_principles(question, completion, list(plan.principles)), sampling)]
+        shown = reference if cfg.use_reference and isinstance(reference, str) and reference.strip() else None
+        return [JudgeRequest(build_prometheus(question, completion, r, shown), sampling) for r in plan.rubrics]
+
+    def label(self, messages, completion: str, reference=None, rubric=None, task=None) -> Label:
+        return self.label_many([(messages, completion, reference, rubric, task)])[0]
+
+    def label_many(self, rows: list[tuple]) -> list[Label]:
+        plans = [self.plan(rubric, task) for _, _, _, rubric, task in rows]
+        requests = [self.requests(plan, *row[:3]) for plan, row in zip(plans, rows, strict=True)]
+        flat = [r for row in requests for r in row]
+        replies = self.client.complete(flat) if flat else []
+        labels, start = [], 0
+        for plan, row in zip(plans, requests, strict=True):
+            labels.append(self.to_label(plan, replies[start : start + len(row)]))
+            start += len(row)
+        return labels
+
+    def to_label(self, plan: Plan, replies: list[JudgeResponse]) -> Label:
+        """Pure: the judge's replies for one row's plan -> Label. Every call failed: rejected (retried next run);
+        some failed: their criteria count as unparsed. Nothing readable: abstain with the texts kept."""
+        cfg = self.config
+        if all(r.error for r in replies):
+            return call_failed(first_error(replies), cfg.aspect)
+        texts, errors = [r.text for r in replies], [r.error for r in replies]
+        raw = {"mode": cfg.mode, "source": plan.source, "texts": texts, "errors": errors}
+        if cfg.mode == "principles":
+            principles = list(plan.principles)
+            results = parse_principles(texts[0], principles)
+            summary = principles_score(results, principles)
+            raw |= {"results": results, "weights": {p.name: p.weight for p in principles}}
+            raw["coverage"] = round(summary.coverage, DIGITS) if summary else 0.0
+            if summary is None:
+                return self._abstain("the judge answered no principle readably", raw)
+            marks = ", ".join(f"{name} {_mark(value)}" for name, value in results.items())
+            rationale = f"{plan.source} principles: {marks}"
+            return self._graded(summary.score, summary.coverage, rationale, raw)
+        verdicts = [parse_prometheus(r.text) if not r.error else None for r in replies]
+        grades = [v.score if v else None for v in verdicts]
+        graded = [(g, w) for g, w in zip(grades, plan.weights, strict=True) if g is not None]
+        coverage = sum(w for _, w in graded) / sum(plan.weights)
+        raw |= {"criteria": [r.criteria for r in plan.rubrics], "weights": list(plan.weights), "grades": grades}
+        raw["coverage"] = round(coverage, DIGITS)
+        if not graded:
+            return self._abstain("the judge gave no readable grade", raw)
+        score = sum(normalize_score(g, SCALE) * w for g, w in graded) / sum(w for _, w in graded)
+        shown = ", ".join("?" if g is None else str(g) for g in grades)
+        feedback = next((v.feedback for v in verdicts if v and v.feedback), "") or ""
+        rationale = f"Prometheus grade {shown} of 5 on the {plan.source} rubric. {feedback}".strip()
+        return self._graded(score, coverage * CONFIDENCE_UNCALIBRATED, rationale, raw)
+
+    def _abstain(self, reason: str, raw: dict) -> Label:
+        return Label(None, 0.0, "abstain", reason, raw=json.dumps(raw, ensure_ascii=False), aspect=self.config.aspect)
+
+    def _graded(self, score: float, confidence: float, rationale: str, raw: dict) -> Label:
+        cfg = self.config
+        verdict = "correct" if score >= cfg.pass_threshold else "incorrect"
+        raw_text = json.dumps(raw, ensure_ascii=False)
+        return Label(
+            score, round(min(1.0, confidence), DIGITS), verdict, rationale[:500], raw=raw_text, aspect=cfg.aspect
+        )
+
+    @classmethod
+    def summarize(cls, labels: list[dict]) -> dict:
+        """Dataset statistics for the stage's metrics: mean coverage, labels by rubric source, and in principles
+        mode the satisfaction rate per named principle (params / task) plus one rate over prompts' own criteria,
+        whose "criterion n" names mean something different on every prompt."""
+        graded = [raw for raw in (_rubric_raw(row.get("raw")) for row in labels) if raw is not None]
+        summary = {
+            "labels": len(labels),
+            "mean_coverage": _mean([raw["coverage"] for raw in graded]),
+            "sources": dict(sorted(Counter(raw["source"] for raw in graded).items())),
+        }
+        principled = [raw for raw in graded if raw["mode"] == "principles"]
+        if principled:
+            named: dict[str, list[bool]] = {}
+            for raw in principled:
+                if raw["source"] != "prompt":
+                    for name, value in raw["results"].items():
+                        named.setdefault(name, []).extend([value] if value is not None else [])
+            prompt = [v for raw in principled if raw["source"] == "prompt" for v in raw["results"].values()]
+            summary["principle_satisfaction"] = {name: _mean(values) for name, values in sorted(named.items())}
+            summary["prompt_criteria_satisfaction"] = _mean([v for v in prompt if v is not None])
+        return summary
+
+
+def _mark(value: bool | None) -> str:
+    return "?" if value is None else "yes" if value else "no"
+
+
+def _mean(values: list) -> float | None:
+    return round(sum(values) / len(values), DIGITS) if values else None
+
+
+def _rubric_raw(raw: str | None) -> dict | None:
+    """A label's raw JSON when it is this judge's record (labels from a failed labeler carry none)."""
+    try:
+        data = json.loads(raw) if raw else None
+    except ValueError:
+        return None
+    return data if isinstance(data, dict) and data.get("mode") in MODES and "coverage" in data else None

@@ -1,0 +1,42 @@
+"""Dataset statistics of one label stage's output, for its DVC metrics file (folder in, plain dict out).
+
+Every labeler gets counts by verdict, the share of null scores and the mean score and confidence; a labeler class
+with a `summarize(labels: list[dict]) -> dict` classmethod (judges: swap consistency, panel agreement, appeals)
+adds its own section under `labeler`. Floats are rounded to 6 digits so `dvc metrics diff` shows real changes.
+"""
+
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+
+DIGITS = 6
+
+
+def _mean(values: list[float]) -> float | None:
+    return round(sum(values) / len(values), DIGITS) if values else None
+
+
+def read_labels(directory: str | Path) -> list[dict]:
+    """Label rows of every data shard in a stage folder (the `_rejects/` subfolder is not read)."""
+    rows: list[dict] = []
+    for path in sorted(Path(directory).glob("*.parquet")):
+        rows.extend(pq.read_table(path).to_pylist())
+    return rows
+
+
+def label_stats(directory: str | Path, labeler_cls=None) -> dict[str, Any]:
+    labels = read_labels(directory)
+    scores = [r["score"] for r in labels if r["score"] is not None]
+    stats: dict[str, Any] = {
+        "labels": len(labels),
+        "verdicts": dict(sorted(Counter(r["verdict"] for r in labels).items())),
+        "share_null_score": round((len(labels) - len(scores)) / len(labels), DIGITS) if labels else None,
+        "mean_score": _mean(scores),
+        "mean_confidence": _mean([r["confidence"] for r in labels]),
+    }
+    summarize = getattr(labeler_cls, "summarize", None)
+    if callable(summarize):
+        stats["labeler"] = summarize(labels)
+    return stats
