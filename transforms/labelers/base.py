@@ -45,3 +45,27 @@ def label_row(row: dict, labeler: str, version: str, label: Label) -> dict:
         "rationale": label.rationale,
         "raw": label.raw,
     }
+
+
+def safe_label(labeler, values: tuple) -> Label:
+    """`labeler.label(*values)`; an exception becomes a label with verdict `error`: one bad row never stops a stage."""
+    try:
+        return labeler.label(*values)
+    except Exception as exc:
+        return Label(None, 0.0, "error", f"{type(exc).__name__}: {exc}"[:500])
+
+
+def resolve_labeler(key: str, config: dict, where: str):
+    """(class, validated config) of an inner labeler named in another labeler's config (tiers, appeals). An unknown
+    key or a bad config raises ValueError, so the outer config fails at params time with `where` in the message."""
+    from rewardmill.pipelines.config import ConfigError, from_dict
+    from rewardmill.transforms.labelers import get_labeler_class
+
+    try:
+        cls = get_labeler_class(key)
+    except KeyError as exc:
+        raise ValueError(f"{where}: {exc.args[0]}") from exc
+    try:
+        return cls, from_dict(cls.Config, config, f"{where}.config")
+    except ConfigError as exc:  # the caller's from_dict adds the params.yaml prefix and section
+        raise ValueError(str(exc).removeprefix("params.yaml: ")) from exc

@@ -7,7 +7,7 @@ import apache_beam as beam
 
 from rewardmill.pipelines.stage import reject
 from rewardmill.transforms.io.progress import Progress
-from rewardmill.transforms.labelers.base import Label, label_row
+from rewardmill.transforms.labelers.base import Label, label_row, safe_label
 from rewardmill.transforms.labelers.cache import LabelCache, record_key
 
 REJECTED = "rejected"
@@ -189,19 +189,13 @@ class LabelRollouts(beam.DoFn):
                 return labels
         labels = []
         for values, key in todo:
-            labels.append(self._label_one(values))
+            labels.append(safe_label(self.labeler, values))
             self._remember(key, labels[-1])
         return labels
 
     def _remember(self, key: str | None, label: Label) -> None:
         if self.cache is not None:
             self.cache.put(key, label)
-
-    def _label_one(self, values: tuple) -> Label:
-        try:
-            return self.labeler.label(*values)
-        except Exception as exc:  # one bad row never stops the stage
-            return Label(None, 0.0, "error", f"{type(exc).__name__}: {exc}"[:500])
 
     def finish_bundle(self):
         if self.cache is not None:

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from rewardmill.transforms.judges.client import BackendConfig, JudgeRequest, Sampling
 from rewardmill.transforms.judges.pairwise import build_pairwise, combine_orders, parse_pairwise, swap_consistency
 from rewardmill.transforms.labelers.base import Label
-from rewardmill.transforms.labelers.judge_base import JudgeLabeler, call_failed, first_error, question_of
+from rewardmill.transforms.labelers.judge_base import JudgeLabeler, call_failed, question_of
 
 DIGITS = 6
 
@@ -87,16 +87,16 @@ class PairwiseJudge(JudgeLabeler):
                     "verdicts": [parse_pairwise(first.text).winner, parse_pairwise(second.text).winner],
                 }
             )
-        return [self.to_label(index, comparisons, responses) for index in range(len(rows))]
+        return [self.to_label(index, comparisons) for index in range(len(rows))]
 
-    def to_label(self, index: int, comparisons: list[dict], responses=()) -> Label:
+    def to_label(self, index: int, comparisons: list[dict]) -> Label:
         """Pure: the comparisons of one prompt (each {i, j, texts, errors, verdicts}) -> rollout `index`'s Label."""
         cfg = self.config
         mine = [c for c in comparisons if index in (c["i"], c["j"])]
         if not mine:
             return Label(None, 0.0, "abstain", "no other rollout of this prompt to compare with", aspect=cfg.aspect)
         if all(all(c["errors"]) for c in mine):
-            return call_failed(first_error(list(responses)) or mine[0]["errors"][0], cfg.aspect)
+            return call_failed(mine[0]["errors"][0], cfg.aspect)
         record, points, decided, consistent = [], 0.0, 0, 0
         for c in mine:
             outcome = combine_orders(*c["verdicts"])

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from rewardmill.transforms.judges.client import BackendConfig, JudgeRequest, JudgeResponse, Sampling
 from rewardmill.transforms.judges.reference import build_equivalence, p_yes, parse_yes_no
-from rewardmill.transforms.labelers.base import Label
+from rewardmill.transforms.labelers.base import Label, resolve_labeler, safe_label
 from rewardmill.transforms.labelers.judge_base import JudgeLabeler, call_failed, question_of
 
 DIGITS = 6
@@ -49,16 +49,8 @@ class ReferenceJudgeConfig:
 
 def rule_of(config: ReferenceJudgeConfig):
     """The appealed rule verifier, built from its registry key and validated config."""
-    from rewardmill.pipelines.config import ConfigError, from_dict
-    from rewardmill.transforms.labelers import get_labeler_class
-
-    try:
-        cls = get_labeler_class(config.appeal.labeler)
-        return cls(from_dict(cls.Config, config.appeal.config, "appeal.config"))
-    except KeyError as exc:
-        raise ValueError(f"appeal: {exc.args[0]}") from exc
-    except ConfigError as exc:
-        raise ValueError(str(exc).removeprefix("params.yaml: ")) from exc
+    cls, rule_config = resolve_labeler(config.appeal.labeler, config.appeal.config, "appeal")
+    return cls(rule_config)
 
 
 def _label_dict(label: Label) -> dict:
@@ -98,10 +90,7 @@ class ReferenceJudge(JudgeLabeler):
         if self.rule is None:
             return None
         row = dict(zip(self.reads, values, strict=True))
-        try:
-            return self.rule.label(*(row[c] for c in self.rule.reads))
-        except Exception as exc:  # the rule's crash is one more negative to appeal, recorded in raw
-            return Label(None, 0.0, "error", f"{type(exc).__name__}: {exc}"[:500])
+        return safe_label(self.rule, tuple(row[c] for c in self.rule.reads))  # a crash is one more negative
 
     @staticmethod
     def _needs_judge(values: tuple, rule: Label | None) -> bool:

@@ -10,7 +10,7 @@ the whole label None with that tier's verdict: never a silent 0.
 import json
 from dataclasses import dataclass, field
 
-from rewardmill.transforms.labelers.base import Label
+from rewardmill.transforms.labelers.base import Label, resolve_labeler, safe_label
 
 
 @dataclass(frozen=True)
@@ -45,27 +45,7 @@ def tier_name(spec: TierSpec) -> str:
 
 def resolve_tiers(config: TieredConfig) -> list[tuple[type, object]]:
     """(labeler class, validated config) per tier."""
-    from rewardmill.pipelines.config import ConfigError, from_dict
-    from rewardmill.transforms.labelers import get_labeler_class
-
-    resolved = []
-    for i, spec in enumerate(config.tiers):
-        try:
-            cls = get_labeler_class(spec.labeler)
-        except KeyError as exc:
-            raise ValueError(f"tier {i + 1}: {exc.args[0]}") from exc
-        try:
-            resolved.append((cls, from_dict(cls.Config, spec.config, f"tiers[{i}].config")))
-        except ConfigError as exc:  # the caller's from_dict adds the params.yaml prefix and section
-            raise ValueError(str(exc).removeprefix("params.yaml: ")) from exc
-    return resolved
-
-
-def _safe_label(labeler, values: tuple) -> Label:
-    try:
-        return labeler.label(*values)
-    except Exception as exc:  # one tier's crash is recorded in raw like any other result
-        return Label(None, 0.0, "error", f"{type(exc).__name__}: {exc}"[:500])
+    return [resolve_labeler(spec.labeler, spec.config, f"tiers[{i}]") for i, spec in enumerate(config.tiers)]
 
 
 class TieredVerifier:
@@ -98,7 +78,7 @@ class TieredVerifier:
         specs, n = self.config.tiers, len(self.config.tiers)
         results: list[dict] = []
         for spec, labeler in zip(specs, self.labelers, strict=True):
-            lab = _safe_label(labeler, tuple(row[c] for c in labeler.reads))
+            lab = safe_label(labeler, tuple(row[c] for c in labeler.reads))
             passed = lab.score is not None and lab.score >= spec.min_score
             results.append(
                 {

@@ -5,43 +5,20 @@ import pytest
 
 from rewardmill.pipelines.config import ConfigError, from_dict
 from rewardmill.transforms.judges.agreement import agreement_metrics
-from rewardmill.transforms.judges.client import BackendConfig, Completion, JudgeResponse
+from rewardmill.transforms.judges.client import BackendConfig, JudgeResponse
 from rewardmill.transforms.labelers import get_labeler_class
 from rewardmill.transforms.labelers.panel_judge import PanelistSpec, PanelJudge, PanelJudgeConfig
 from tests.transforms.judges.conftest import one_torch_thread  # noqa: F401  (autouse: generate on one thread)
+from tests.transforms.labelers.scripted import ScriptedClient, replies
 
 MESSAGES = [{"role": "user", "content": "What is 2 + 3?"}]
 NAMES = ["strict", "lenient", "expert"]
 FAIL = JudgeResponse((), error="InternalServerError: 500")
 
 
-def replies(*items) -> list[JudgeResponse]:
-    """One reply per panelist: a text, or a JudgeResponse as given (FAIL = a call that failed beyond retries)."""
-    return [item if isinstance(item, JudgeResponse) else JudgeResponse((Completion(item, "stop"),)) for item in items]
-
-
 def as_row(i: int, label) -> dict:
     keys = ("score", "confidence", "verdict", "rationale", "raw")
     return {"rollout_id": f"r{i}", **{k: getattr(label, k) for k in keys}}
-
-
-class ScriptedClient:
-    """A judge client answering from a function of the request; records each complete() call."""
-
-    model_id = "scripted"
-
-    def __init__(self, answer):
-        self.answer, self.calls = answer, []
-
-    def complete(self, requests):
-        self.calls.append(list(requests))
-        return replies(*(self.answer(r) for r in requests))
-
-    def usage(self):
-        return {"requests": sum(map(len, self.calls))}
-
-    def close(self):
-        pass
 
 
 @pytest.mark.parametrize(

@@ -4,7 +4,7 @@ import pickle
 import pytest
 
 from rewardmill.pipelines.config import ConfigError, from_dict
-from rewardmill.transforms.judges.client import BackendConfig, Completion, JudgeResponse
+from rewardmill.transforms.judges.client import BackendConfig, JudgeResponse
 from rewardmill.transforms.judges.rubric import Principle, Rubric
 from rewardmill.transforms.labelers import get_labeler_class
 from rewardmill.transforms.labelers.rubric_judge import (
@@ -15,17 +15,13 @@ from rewardmill.transforms.labelers.rubric_judge import (
     criterion_rubric,
 )
 from tests.transforms.judges.conftest import one_torch_thread  # noqa: F401  (autouse: generate on one thread)
+from tests.transforms.labelers.scripted import ScriptedClient, replies
 
 MESSAGES = [{"role": "user", "content": "What is the capital of France?"}]
 FAIL = JudgeResponse((), error="InternalServerError: 500")
 QA_RUBRIC = {"criteria": "Is the city right?", **{f"score{s}_description": f"level {s}" for s in range(1, 6)}}
 QA_PRINCIPLES = [{"name": "names the city", "text": "The response names the capital."}]
 PROMPT_RUBRIC = [{"criterion": "Names Paris", "weight": 1.0}, {"criterion": "Is one sentence", "weight": 3.0}]
-
-
-def replies(*items) -> list[JudgeResponse]:
-    """One reply per call: a text, or a JudgeResponse as given (FAIL = a call that failed beyond retries)."""
-    return [item if isinstance(item, JudgeResponse) else JudgeResponse((Completion(item, "stop"),)) for item in items]
 
 
 def as_row(i: int, label) -> dict:
@@ -127,25 +123,6 @@ def test_prometheus_requests_and_reference(extra, reference, shown):
     assert len(requests) == 2 and all(r.sampling.temperature == 0 for r in requests)  # one greedy call a criterion
     assert all(("Reference Answer (Score 5):\nParis" in r.messages[1]["content"]) == shown for r in requests)
     assert "[Is one sentence]" in requests[1].messages[1]["content"]
-
-
-class ScriptedClient:
-    """A judge client answering from a function of the request; records each complete() call."""
-
-    model_id = "scripted"
-
-    def __init__(self, answer):
-        self.answer, self.calls = answer, []
-
-    def complete(self, requests):
-        self.calls.append(list(requests))
-        return replies(*(self.answer(r) for r in requests))
-
-    def usage(self):
-        return {"requests": sum(map(len, self.calls))}
-
-    def close(self):
-        pass
 
 
 def test_label_many_sends_the_batch_in_one_call():
