@@ -9,6 +9,7 @@ from rewardmill.schemas.pair import PAIR_V1
 from rewardmill.schemas.prompt import PROMPT_V1
 from rewardmill.schemas.reject import REJECT_V1
 from rewardmill.schemas.rollout import ROLLOUT_V2
+from rewardmill.schemas.step import PRM_V1, STEP_LABEL_V1
 
 SCHEMAS = {
     "prompt": PROMPT_V1,
@@ -16,6 +17,8 @@ SCHEMAS = {
     "label": LABEL_V1,
     "pair": PAIR_V1,
     "reject": REJECT_V1,
+    "step_label": STEP_LABEL_V1,
+    "prm": PRM_V1,
 }
 
-__all__ = ["LABEL_V1", "PAIR_V1", "PROMPT_V1", "REJECT_V1", "ROLLOUT_V2", "SCHEMAS"]
+__all__ = ["LABEL_V1", "PAIR_V1", "PRM_V1", "PROMPT_V1", "REJECT_V1", "ROLLOUT_V2", "SCHEMAS", "STEP_LABEL_V1"]

@@ -1,8 +1,9 @@
 """Judge client on a local transformers model (default: the materialized policy folder), CPU or GPU.
 
-Requests are generated in batches of `config.batch_size` (left padding). Temperature 0 is greedy; otherwise each
-sample draws from its own generator seeded by (sampling.seed, request content, sample index), so a judgment is a
-function of the request alone, never of its batch mates: what the call cache and reruns rely on.
+Requests are generated in batches of `config.batch_size` (left padding), sorted by prompt length. Temperature 0
+is greedy; otherwise each sample draws from its own generator seeded by (sampling.seed, request content, sample
+index), so a judgment is a function of the request alone, never of its batch mates: what the call cache and reruns
+rely on.
 """
 
 import hashlib
@@ -102,6 +103,8 @@ class TransformersJudgeClient:
             groups.setdefault((s.temperature, s.top_p, s.max_tokens), []).append(_Prepared(i, request, text))
         size = max(1, self.config.batch_size)
         for group in groups.values():
+            # Similar lengths share a batch: less left padding, which on CPU is most of a judge call's cost.
+            group.sort(key=lambda item: (_n_tokens(policy.tokenizer, item.text), item.index))
             for start in range(0, len(group), size):
                 batch = group[start : start + size]
                 try:
@@ -179,6 +182,10 @@ class TransformersJudgeClient:
             self._usage["completion_tokens"] += n_completion
             responses.append(JudgeResponse(tuple(completions), int(n_prompt), n_completion))
         return responses
+
+
+def _n_tokens(tok, text: str) -> int:
+    return len(tok(text, add_special_tokens=False)["input_ids"])
 
 
 def _base_seed(seed: int | None) -> int:

@@ -28,11 +28,12 @@ from rewardmill.transforms.judges.panel import (
     apply_persona,
     build_reflection,
 )
-from rewardmill.transforms.judges.reference import build_correctness, build_equivalence, parse_yes_no
+from rewardmill.transforms.judges.reference import build_correctness, build_equivalence, p_yes, parse_yes_no
 from rewardmill.transforms.labelers.base import Label
 from rewardmill.transforms.labelers.judge_base import JudgeLabeler, call_failed, first_error, question_of
 
 DIGITS = 6
+TOP_LOGPROBS = 20  # alternatives per position: enough to find "Yes"/"No" behind a leading space or markup
 _DEFAULT_PROMPTS = {p.name: p.system_prompt for p in DEFAULT_PERSONAS}
 # A round-2 slot for a panelist whose round-1 call failed: it has no reply of its own to reflect on.
 NO_REFLECTION = JudgeResponse((), error="no round-1 reply to reflect on")
@@ -66,6 +67,9 @@ class PanelJudgeConfig:
     min_valid: int = 2  # fewer readable votes than this: abstain
     reflection: bool = False  # a split first round gets a second, each panelist reading the others' replies
     max_tokens: int = 32  # per reply: a vote and a short reason
+    # binary: "logprobs" = vote yes when P(yes) >= 0.5 at the answer (every reply with logprobs votes, as in the
+    # reference judge; a reply without them falls back to its text); "text" = only what the reply says.
+    votes_from: Literal["logprobs", "text"] = "logprobs"
     seed: int = 0
     pass_threshold: float = 0.5  # rescaled score at or above which the verdict is `correct`
     aspect: str = "panel"
@@ -81,6 +85,8 @@ class PanelJudgeConfig:
             raise ValueError(f"threshold must be in (0, 1], got {self.threshold!r}")
         if not 1 <= self.min_valid <= len(names):  # more than the panel can give would abstain on every row
             raise ValueError(f"min_valid must be between 1 and the {len(names)} panelists, got {self.min_valid!r}")
+        if self.votes_from not in ("logprobs", "text"):
+            raise ValueError(f"votes_from must be 'logprobs' or 'text', got {self.votes_from!r}")
         if self.max_tokens < 1:
             raise ValueError(f"max_tokens must be >= 1, got {self.max_tokens!r}")
         if not 0 <= self.pass_threshold <= 1:
@@ -141,7 +147,9 @@ class PanelJudge(JudgeLabeler):
         ]
 
     def _sampling(self) -> Sampling:
-        return Sampling(temperature=0.0, max_tokens=self.config.max_tokens, seed=self.config.seed)
+        cfg = self.config
+        top = TOP_LOGPROBS if cfg.kind == "binary" and cfg.votes_from == "logprobs" else 0
+        return Sampling(temperature=0.0, max_tokens=cfg.max_tokens, seed=cfg.seed, top_logprobs=top)
 
     def _send(self, rows: list[list[JudgeRequest | None]]) -> list[list[JudgeResponse]]:
         """All requests of a batch, one `complete` call per distinct panelist backend; None slots are not sent."""
@@ -164,7 +172,14 @@ class PanelJudge(JudgeLabeler):
         cfg = self.config
         if cfg.kind == "likert":
             return [None if r.error else parse_likert(r.text, cfg.scale).score for r in replies]
-        return [None if r.error else parse_yes_no(r.text).value for r in replies]
+        return [None if r.error else self._yes_no_vote(r) for r in replies]
+
+    def _yes_no_vote(self, reply: JudgeResponse) -> bool | None:
+        if self.config.votes_from == "logprobs" and reply.completions:
+            prob = p_yes(reply.completions[0].logprobs)
+            if prob is not None:
+                return prob >= 0.5
+        return parse_yes_no(reply.text).value
 
     def split(self, replies: list[JudgeResponse]) -> bool:
         """Whether the valid votes of a round disagree (what triggers reflection)."""

@@ -78,25 +78,32 @@ def test_reference_appeal_rechecks_only_rule_negatives(recorded):
 @pytest.mark.parametrize(
     ("threshold", "accepted_rows"),
     [
-        (0.5, [0, 1, 4, 5]),  # 2 of 3 "no" is enough
-        (2 / 3, [0, 1, 4, 5]),  # the default: 2 of 3
-        (0.8, [4, 5]),  # only the unanimous rows
-        (1.0, [4, 5]),
+        (0.5, [0, 1, 3, 4, 5]),  # 2 of 3 is enough
+        (2 / 3, [0, 1, 3, 4, 5]),  # the default: 2 of 3
+        (0.8, [3, 4, 5]),  # only the unanimous rows (row 3: 2 of 2 readable votes)
+        (1.0, [3, 4, 5]),
     ],
 )
 def test_panel_threshold_decides_which_recorded_votes_become_labels(recorded, threshold, accepted_rows):
+    """Votes come from P(yes) at the answer (votes_from="logprobs"): a reply such as "The answer is Yes" votes even
+    when cut at max_tokens. Row 2's replies never reach a yes/no, so nobody votes there."""
     labels = rec.panel_judge(kind="binary", max_tokens=4, threshold=threshold).label_many(rec.PANEL_ROWS)
     raws = [json.loads(lab.raw) for lab in labels]
     assert [i for i, raw in enumerate(raws) if raw["accepted"]] == accepted_rows
     for lab, raw in zip(labels, raws, strict=True):
         votes = raw["rounds"][-1]["votes"]
         assert len(votes) == 3 and len(raw["rounds"][-1]["texts"]) == 3  # every vote and reply is kept
-        if raw["accepted"]:
-            assert lab.score == 0.0 and lab.verdict == "incorrect"  # what this panel agrees on is "no"
+        valid = [v for v in votes if v is not None]
+        if raw["accepted"]:  # the label is the majority vote
+            majority = max(set(valid), key=valid.count)
+            assert (lab.score, lab.verdict) == ((1.0, "correct") if majority else (0.0, "incorrect"))
         else:
             assert lab.score is None and lab.verdict == "abstain"
+    assert raws[2]["rounds"][0]["votes"] == [None, None, None]
+    # the 135M judge is weak: it calls "London." correct for Paris (2 of 2 votes) and "7 + 5 = 12" wrong
+    assert labels[3].verdict == "correct" and labels[0].verdict == ("incorrect" if threshold <= 2 / 3 else "abstain")
     stats = PanelJudge.summarize(as_rows(labels))
-    assert stats["acceptance_rate"] == pytest.approx(len(accepted_rows) / 4)  # 4 rows had readable votes
+    assert stats["acceptance_rate"] == pytest.approx(len(accepted_rows) / 5)  # 5 rows had readable votes
 
 
 def test_likert_panels_abstain_when_too_few_votes_are_readable(recorded):

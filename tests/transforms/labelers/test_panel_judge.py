@@ -1,11 +1,12 @@
 import json
+import math
 import pickle
 
 import pytest
 
 from rewardmill.pipelines.config import ConfigError, from_dict
 from rewardmill.transforms.judges.agreement import agreement_metrics
-from rewardmill.transforms.judges.client import BackendConfig, JudgeResponse
+from rewardmill.transforms.judges.client import BackendConfig, Completion, JudgeResponse, TokenLogprob
 from rewardmill.transforms.labelers import get_labeler_class
 from rewardmill.transforms.labelers.panel_judge import PanelistSpec, PanelJudge, PanelJudgeConfig
 from tests.transforms.judges.conftest import one_torch_thread  # noqa: F401  (autouse: generate on one thread)
@@ -52,6 +53,31 @@ def test_to_label_table(kind, got, verdict, score, confidence):
     assert first["texts"] == [r.text for r in replies(*got)]  # every reply kept, None for a failed call
     assert first["errors"] == [r.error for r in replies(*got)]
     assert len(first["votes"]) == 3
+
+
+def with_logprobs(text: str, yes: float, no: float) -> JudgeResponse:
+    """A reply whose first token carries P("Yes") = yes and P("No") = no among its alternatives."""
+    first = TokenLogprob(text.split()[0], math.log(max(yes, no)), {"Yes": math.log(yes), "No": math.log(no)})
+    return JudgeResponse((Completion(text, "length", (first,)),))
+
+
+@pytest.mark.parametrize(
+    ("votes_from", "got", "votes", "verdict"),
+    [
+        # the text says nothing readable, the first token's P(yes) decides each vote
+        ("logprobs", (("The", 0.7, 0.2), ("The", 0.6, 0.3), ("77", 0.1, 0.8)), [True, True, False], "correct"),
+        ("text", (("The", 0.7, 0.2), ("The", 0.6, 0.3), ("77", 0.1, 0.8)), [None, None, None], "abstain"),
+        # P(yes) wins over a reply that starts "No" but puts more mass on "Yes" (the soft score ranks better)
+        ("logprobs", (("No", 0.6, 0.4), ("No", 0.2, 0.7), ("No", 0.1, 0.9)), [True, False, False], "incorrect"),
+        # yes/no carry too little mass at the first position (< 0.5): the text decides
+        ("logprobs", (("Yes", 0.2, 0.1), ("Yes", 0.2, 0.1), ("No", 0.1, 0.2)), [True, True, False], "correct"),
+    ],
+)
+def test_binary_votes_from_logprobs(votes_from, got, votes, verdict):
+    judge = PanelJudge(PanelJudgeConfig(kind="binary", votes_from=votes_from))
+    assert judge._sampling().top_logprobs == (20 if votes_from == "logprobs" else 0)
+    label = judge.to_label([with_logprobs(*reply) for reply in got])
+    assert json.loads(label.raw)["rounds"][0]["votes"] == votes and label.verdict == verdict
 
 
 def test_split_rationale_names_the_threshold():
@@ -149,6 +175,7 @@ def test_config_from_params_and_bad_values():
         ({"panelists": [{"name": "strict"}, {"name": "nobody"}]}, "needs a persona"),  # no default of that name
         ({"kind": "median"}, "must be one of"),
         ({"min_valid": 4}, "min_valid"),  # more than the 3 panelists can give
+        ({"votes_from": "vibes"}, "votes_from"),
     ]
     for values, error in bad:
         with pytest.raises(ConfigError, match=error):
