@@ -14,6 +14,7 @@ STAGES = {
     "prompts": "rewardmill.pipelines.prompts",
     "rollouts": "rewardmill.pipelines.rollouts",
     "label": "rewardmill.pipelines.label",
+    "steps": "rewardmill.pipelines.steps",
     "assemble": "rewardmill.pipelines.assemble",
     "validate": "rewardmill.pipelines.validate",
     "export": "rewardmill.pipelines.export",

@@ -1,8 +1,9 @@
 """Stage `validate`: Great Expectations suites on rollouts and every dataset; JSON reports and DVC metrics.
 
-One Beam element per stage output folder (data/rollouts and each data/datasets/<name>/): the DoFn runs the suite
-for the folder's manifest schema and writes reports/<name>.json. The driver then writes metrics/validate.json and
-exits non-zero, naming the dataset and the failed expectations, when any suite failed.
+One Beam element per stage output folder (data/rollouts and each data/datasets/<name>/, pairs and, when assemble
+wrote it, prm): the DoFn runs the suite for the folder's manifest schema and writes reports/<name>.json. The driver
+then writes metrics/validate.json (with the step labels' statistics and agreement when --steps holds any) and exits
+non-zero, naming the dataset and the failed expectations, when any suite failed.
 """
 
 import argparse
@@ -25,12 +26,15 @@ from rewardmill.pipelines.stage import (
     setup_logging,
     write_json_atomic,
 )
-from rewardmill.schemas import PAIR_V1
+from rewardmill.schemas import PAIR_V1, PRM_V1
 from rewardmill.schemas.common import schema_id
 from rewardmill.transforms.validation.metrics import compute_metrics, subfolders
 
 STAGE = "validate"
 PAIR_SCHEMA = schema_id(PAIR_V1)
+# An empty PRM dataset passes: tiny or strict steps settings can reject every rollout (assemble counts why, and
+# metrics prm.<name>.rows shows it); the pair dataset's floor is params `validate.min_pairs`, every other folder's 1.
+PRM_MIN_ROWS = 0
 
 log = logging.getLogger("rewardmill")
 
@@ -64,7 +68,7 @@ class ValidateDataset(beam.DoFn):
     def process(self, target: Target):
         from rewardmill.transforms.validation.runner import validate_folder  # imports Great Expectations lazily
 
-        min_rows = self.min_pairs if target.schema == PAIR_SCHEMA else 1
+        min_rows = {PAIR_SCHEMA: self.min_pairs, schema_id(PRM_V1): PRM_MIN_ROWS}.get(target.schema or "", 1)
         report = validate_folder(target.directory, target.schema, dataset=target.name, min_rows=min_rows)
         beam.metrics.Metrics.counter(STAGE, "passed" if report["success"] else "failed").inc()
         yield report
@@ -128,6 +132,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--prompts", default="data/prompts")
     parser.add_argument("--rollouts", default="data/rollouts")
     parser.add_argument("--labels", default="data/labels", help="folder holding one subfolder per labeler")
+    parser.add_argument("--steps", default="data/steps", help="one subfolder per steps labeler; may be missing")
     parser.add_argument("--datasets", default="data/datasets", help="folder holding one subfolder per dataset")
     parser.add_argument("--reports", default="reports")
     parser.add_argument("--metrics", default="metrics/validate.json")
@@ -137,7 +142,8 @@ def main(argv: list[str] | None = None) -> None:
     start = time.monotonic()
     log.info("%s: starting", STAGE)
     found = targets(args.rollouts, args.datasets)
-    metrics = compute_metrics(args.prompts, args.rollouts, args.labels, args.datasets)  # also checks every input
+    # also checks every input
+    metrics = compute_metrics(args.prompts, args.rollouts, args.labels, args.datasets, steps=args.steps)
 
     with atomic_output(args.reports) as tmp:
         run_pipeline(lambda p: build(p, cfg, found, str(tmp)), load_beam_config())

@@ -30,6 +30,9 @@ def tiny_params() -> dict:
     code.update(limit=2)
     params["rollouts"].update(n=3, max_new_tokens=24, batch_size=4)
     params["validate"]["min_pairs"] = 0
+    for entry in params.get("steps", {}).values():
+        entry["max_rollouts"] = 3
+        entry["config"].update(k=2, continuation={"max_new_tokens": 16, "batch_size": 4})
     return params
 
 

@@ -73,6 +73,9 @@ def test_repro_builds_every_output(project):
         "data/labels/appeal",
         "data/labels/panel",
         "data/datasets/pairs",
+        "data/steps/mc",
+        "data/steps/binary_search",
+        "data/datasets/prm",
         "export/README.md",
         "metrics/validate.json",
         "reports",
@@ -98,6 +101,29 @@ def test_repro_builds_every_output(project):
     assert panel["usage"]["completion_tokens"] > 0 or panel["usage"].get("cache_hits", 0) > 0
     appeal = json.loads((project / "metrics/labels/appeal.json").read_text())
     assert appeal["labels"] == arithmetic["count"] * n and "appealed" in appeal["labeler"]
+
+
+def test_step_labels_become_prm_rows_that_load_with_datasets(project):
+    """Both step methods label the same fixed sample; every labeled rollout is a PRM row or a counted reject."""
+    from datasets import load_dataset
+
+    metrics = {n: json.loads((project / f"metrics/steps/{n}.json").read_text()) for n in ("mc", "binary_search")}
+    for name, m in metrics.items():
+        assert m["selection"]["selected"] == tiny_params()["steps"][name]["max_rollouts"], m
+        assert m["rollouts"] + sum(m["rejects"].values()) == m["selection"]["selected"]
+    # binary search spends no more continuations than exhaustive MC on the same rollouts
+    assert metrics["binary_search"]["continuations"] <= metrics["mc"]["continuations"]
+    prm_dir = project / "data/datasets/prm"
+    rows = read_rows(str(prm_dir))
+    rejects = read_rows(str(prm_dir / "_rejects"))
+    assert len(rows) + len(rejects) == sum(m["rollouts"] for m in metrics.values())
+    validate = json.loads((project / "metrics/validate.json").read_text())
+    assert set(validate["steps"]) == {"mc", "binary_search"}
+    agreement = validate["step_agreement"]["binary_search|mc"]
+    assert agreement["n"] >= 0 and (agreement["n"] == 0 or 0 <= agreement["first_error_agreement"] <= 1)
+    for split in {r["split"] for r in rows}:
+        loaded = load_dataset(str(project / "export"), "prm", split=split)
+        assert all(len(r["labels"]) == len(r["completions"]) and isinstance(r["prompt"], str) for r in loaded)
 
 
 def test_every_prompt_is_paired_or_rejected_with_a_reason(project):
@@ -128,6 +154,7 @@ def test_adding_a_labeler_runs_only_it_and_what_reads_all_labels(project):
     ran = set(re.findall(r"Running stage '([^']+)'", out))
     assert {"label@math_answer_quick", "assemble"} <= ran, out
     assert not ran & {"model", "prompts", "rollouts", "label@math_answer", "label@code_tests", "label@panel"}, ran
+    assert not {r for r in ran if r.startswith("steps@")}, ran  # step labels do not read the outcome labels
     pairs = read_rows(str(project / "data/datasets/pairs"))
     math_sources = sorted(
         [

@@ -59,6 +59,7 @@ def rollouts_dir(tmp_path):
 def test_label_then_assemble(tmp_path, params_file, rollouts_dir):
     params = tiny_params()
     params["labelers"] = {key: params["labelers"][key] for key in ("math_answer", "code_tests")}  # the rule verifiers
+    params.pop("steps")  # pairs only (tests/pipelines/test_assemble_prm.py covers the PRM output)
     params_file(params)
     labels_dir = tmp_path / "data/labels"
     label.main(["math_answer", "--rollouts", str(rollouts_dir), "--out", str(labels_dir / "math_answer")])

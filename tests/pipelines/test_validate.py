@@ -23,6 +23,8 @@ def stage_args(root: Path) -> list[str]:
         str(data / "rollouts"),
         "--labels",
         str(data / "labels"),
+        "--steps",
+        str(data / "steps"),  # missing unless a test writes it: never the repository's own data/steps
         "--datasets",
         str(data / "datasets"),
         "--reports",

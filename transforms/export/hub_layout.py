@@ -1,13 +1,14 @@
 """Lay out one dataset config as Hugging Face Hub Parquet shards: `data/<config>/<split>-0000i-of-0000N.parquet`.
 
-In: the rows of one config (PAIR_V1 rows for `pairs`) as dicts or a pyarrow Table, plus `num_shards` from params.
+In: the rows of one config (PAIR_V1 rows for `pairs`, PRM_V1 for `prm`) as dicts or a pyarrow Table, plus
+`num_shards` from params.
 Out: one set of files per split found in the `split` column, and a `ConfigExport` summary for the dataset card.
 
 Same rows in => same bytes out, whatever order or input sharding they arrive in. Shard assignment: rows of a split
-are sorted by the config's id column (unique, e.g. `pair_id`) and cut into `num_shards` contiguous, near-equal
-chunks. That keeps shards balanced and the whole split globally sorted when read in file order. A split with fewer
-rows than `num_shards` gets one row per file instead, because `datasets` cannot read an empty Parquet shard; a split
-with no rows gets no files at all.
+are sorted by the config's id column(s) (unique, e.g. `pair_id`; `(labeler, rollout_id)` for `prm`) and cut into
+`num_shards` contiguous, near-equal chunks. That keeps shards balanced and the whole split globally sorted when read
+in file order. A split with fewer rows than `num_shards` gets one row per file instead, because `datasets` cannot
+read an empty Parquet shard; a split with no rows gets no files at all.
 """
 
 import io
@@ -21,7 +22,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 
-from rewardmill.schemas import PAIR_V1
+from rewardmill.schemas import PAIR_V1, PRM_V1
 from rewardmill.schemas.common import schema_id
 from rewardmill.transforms.io.parquet import PARQUET_OPTIONS, rows_to_table, shard_name
 
@@ -38,12 +39,35 @@ _CONFIG_NAME = re.compile(r"^\w+([.-]\w+)*$")
 
 @dataclass(frozen=True)
 class ConfigSpec:
-    """How to export one kind of dataset: its schema, its unique id column, and a line for the dataset card."""
+    """How to export one kind of dataset: its schema, its id column(s), and a line for the dataset card."""
 
     schema: pa.Schema
-    id_column: str
+    id_column: str | tuple[str, ...]  # unique per row (together when several); rows are sorted by it
     description: str
 
+
+def with_descriptions(schema: pa.Schema, docs: dict[str, str]) -> pa.Schema:
+    """`schema` with a `description` in the metadata of each field named in `docs` (the dataset card shows it)."""
+    fields = [
+        f.with_metadata({**(f.metadata or {}), b"description": docs[f.name].encode()}) if f.name in docs else f
+        for f in schema
+    ]
+    return pa.schema(fields, metadata=schema.metadata)
+
+
+# The card's shared column docs describe pairs (there `prompt` is a list of messages); PRM columns carry their own.
+PRM_COLUMN_DOCS = {
+    "rollout_id": "the rollout whose steps these are (lineage); unique per row together with `labeler`",
+    "prompt": "the prompt's last user message as a plain string (TRL's stepwise `prompt`)",
+    "completions": "the completion's steps in order (TRL's stepwise `completions`)",
+    "labels": "per step: True before the first wrong step, False at it and after it (TRL's stepwise `labels`)",
+    "soft_labels": "per step: share of continuations that reach the reference answer; null = not estimated (judge)",
+    "first_error_step": "index of the first wrong step; -1 = no wrong step (ProcessBench's `label`)",
+    "method": "how the steps were labelled: mc, binary_search, judge or consensus",
+    "labeler": "the steps labeler (its params `steps` key) that labelled the rollout",
+    "min_score": "minimum score over the kept steps (the min-form aggregate PURE recommends)",
+    "last_score": "score of the last kept step",
+}
 
 # Keyed by the schema id an upstream manifest records (`pair_v1`), so a config folder declares what it holds.
 EXPORTABLE: dict[str, ConfigSpec] = {
@@ -52,6 +76,14 @@ EXPORTABLE: dict[str, ConfigSpec] = {
         "pair_id",
         "Preference pairs in TRL's conversational format: `prompt` (user turns), `chosen` and `rejected` "
         "(assistant turns), scored by rewardmill's labelers on the policy's own samples.",
+    ),
+    # One row per (steps labeler, rollout): a rollout labelled by two steps labelers gives two rows.
+    schema_id(PRM_V1): ConfigSpec(
+        with_descriptions(PRM_V1, PRM_COLUMN_DOCS),
+        ("labeler", "rollout_id"),
+        "Process-reward rows in TRL's stepwise-supervision format: `prompt` (the last user message), `completions` "
+        "(the steps of one of the policy's own samples) and `labels` (True up to its first wrong step), with the "
+        "step labeler's soft labels in `soft_labels`.",
     ),
 }
 
@@ -124,16 +156,24 @@ def order_splits(names: list[str] | set[str]) -> list[str]:
     return known + sorted(set(names) - set(SPLIT_ORDER))
 
 
-def plan_shards(table: pa.Table, config: str, id_column: str, num_shards: int) -> list[tuple[str, str, pa.Table]]:
-    """-> [(split, relative path, rows of that file)], each file's rows sorted by `id_column`. Pure."""
+def plan_shards(
+    table: pa.Table, config: str, id_column: str | tuple[str, ...], num_shards: int
+) -> list[tuple[str, str, pa.Table]]:
+    """-> [(split, relative path, rows of that file)], each file's rows sorted by `id_column` (one column or a
+    tuple of columns, unique together). Pure."""
     if num_shards < 1:
         raise ValueError("num_shards must be >= 1")
     check_config_name(config)
-    ids = table.column(id_column)
-    if pc.count_distinct(ids).as_py() != len(ids):
-        dupes = sorted(k for k, n in Counter(ids.to_pylist()).items() if n > 1)
-        raise ValueError(f"{config}: {id_column} must be unique; duplicated: {dupes[:5]}")
-    table = table.sort_by([(id_column, "ascending")])
+    columns = (id_column,) if isinstance(id_column, str) else tuple(id_column)
+    if len(columns) == 1:
+        ids = table.column(columns[0]).to_pylist()
+    else:
+        ids = list(zip(*(table.column(c).to_pylist() for c in columns), strict=True))
+    if len(set(ids)) != len(ids):
+        dupes = sorted(k for k, n in Counter(ids).items() if n > 1)
+        shown = columns[0] if len(columns) == 1 else columns
+        raise ValueError(f"{config}: {shown} must be unique; duplicated: {dupes[:5]}")
+    table = table.sort_by([(c, "ascending") for c in columns])
     plan = []
     for split in order_splits(set(pc.unique(table.column(SPLIT_COLUMN)).to_pylist())):
         if not _SPLIT_NAME.match(split):
@@ -155,9 +195,13 @@ def encode(table: pa.Table) -> bytes:
 
 
 def count_label_sources(table: pa.Table) -> tuple[tuple[str, int], ...]:
-    if "label_sources" not in table.column_names:
+    """(label source, rows) from `label_sources` (pairs), else from the single `labeler` column (prm)."""
+    if "label_sources" in table.column_names:
+        counts = Counter(s for sources in table.column("label_sources").to_pylist() for s in set(sources or ()))
+    elif "labeler" in table.column_names:
+        counts = Counter(table.column("labeler").to_pylist())
+    else:
         return ()
-    counts = Counter(s for sources in table.column("label_sources").to_pylist() for s in set(sources or ()))
     return tuple(sorted(counts.items()))
 
 

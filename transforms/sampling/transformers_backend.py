@@ -56,15 +56,23 @@ def generate_samples(
     policy: LoadedPolicy, conversations: Sequence[list[dict[str, str]]], prompt_ids: Sequence[str], sp: SamplingParams
 ) -> list[list[Sample]]:
     """n samples for each conversation in one `generate` call; sample j of prompt p is seeded by (seed, p, j)."""
+    return generate_from_texts(policy, chat_texts(policy.tokenizer, conversations), prompt_ids, sp)
+
+
+def generate_from_texts(
+    policy: LoadedPolicy, texts: Sequence[str], seed_keys: Sequence[str], sp: SamplingParams
+) -> list[list[Sample]]:
+    """n samples for each already formatted prompt text (a chat prompt, or one plus the start of an answer to
+    continue); sample j of text t is seeded by (seed, seed_keys[t], j)."""
     import torch
     from transformers import GenerationConfig, LogitsProcessorList
 
     tok = policy.tokenizer
-    enc = tok(chat_texts(tok, conversations), return_tensors="pt", padding=True, add_special_tokens=False)
+    enc = tok(list(texts), return_tensors="pt", padding=True, add_special_tokens=False)
     # Each prompt repeated n times back to back (what num_return_sequences does internally; transformers only
     # accepts num_return_sequences with do_sample=True, and sampling is done by the SeededSampler here).
     enc = {k: v.repeat_interleave(sp.n, dim=0).to(policy.model.device) for k, v in enc.items()}
-    seeds = [sample_seed(sp.seed, pid, j) for pid in prompt_ids for j in range(sp.n)]
+    seeds = [sample_seed(sp.seed, key, j) for key in seed_keys for j in range(sp.n)]
     sampler = SeededSampler(seeds, sp.temperature, sp.top_k, sp.top_p, policy.eos_token_ids)
     config = GenerationConfig(
         do_sample=False,  # the SeededSampler draws the token; greedy just takes it
@@ -76,7 +84,7 @@ def generate_samples(
         out = policy.model.generate(**enc, generation_config=config, logits_processor=LogitsProcessorList([sampler]))
     generated = out[:, enc["input_ids"].shape[1] :].cpu()
     results: list[list[Sample]] = []
-    for p in range(len(conversations)):
+    for p in range(len(texts)):
         samples = []
         for j in range(sp.n):
             row = p * sp.n + j

@@ -197,18 +197,20 @@ class BinarySearch(_Planner):
 
 
 def run_rounds(
-    planners: Sequence[StepPlanner], estimate: Callable[[list[tuple[int, int]]], list[int]]
+    planners: Sequence[StepPlanner], estimate: Callable[[list[tuple[int, int]]], list[int | tuple[int, int]]]
 ) -> tuple[list[StepDecision], int]:
     """Drive planners to the end in rounds. Each round calls `estimate` once with every pending (planner index,
-    step) across all unfinished planners, and expects n_correct out of the planner's k for each, in order.
-    Returns the decisions (in planner order) and the number of rounds, i.e. of `estimate` calls."""
+    step) across all unfinished planners, and expects for each, in order, n_correct out of the planner's k, or a
+    (n_correct, k) pair when fewer continuations came back. Returns the decisions (in planner order) and the number
+    of rounds, i.e. of `estimate` calls."""
     rounds = 0
     while work := [(index, step) for index, planner in enumerate(planners) for step in planner.pending()]:
         counts = list(estimate(work))
         if len(counts) != len(work):
             raise ValueError(f"estimate returned {len(counts)} counts for {len(work)} prefixes")
-        for (index, step), n_correct in zip(work, counts, strict=True):
-            planners[index].update(step, n_correct, planners[index].k)
+        for (index, step), count in zip(work, counts, strict=True):
+            n_correct, k = count if isinstance(count, tuple) else (count, planners[index].k)
+            planners[index].update(step, n_correct, k)
         rounds += 1
     return [planner.decision() for planner in planners], rounds
 

@@ -4,7 +4,7 @@ Deterministic: keys are sorted when written, floats are rounded to 6 digits, and
 null (never a silent 0).
 
     stages.<stage>          rows and rejects by reason, from each folder's _manifest.json
-                            (prompts, rollouts, labels/<name>, datasets/<name>)
+                            (prompts, rollouts, labels/<name>, steps/<name>, datasets/<name>)
     rollouts                count, finish_reason counts, mean_n_tokens, pass_rate (share of `pass_labeler`'s
                             labels with verdict "correct")
     labels.<name>           count, share_correct, share_null_score, verdicts (counts)
@@ -13,10 +13,19 @@ null (never a silent 0).
                             Krippendorff's alpha (nominal) over every labeler's verdicts ("all")
     datasets.<name>         for pair datasets: count, splits (counts), mean_margin, length_bias (share of pairs
                             whose chosen completion has more tokens than the rejected one)
+    steps.<name>            per steps labeler (data/steps/<name>; no folder = {}): rollouts, steps, continuations,
+                            continuations_per_step, share_with_error, ... (transforms.steps.stats.step_stats)
+    step_agreement          for each two steps labelers ("a|b", sorted), on the rollouts both decided completely
+                            (raw "complete", true when absent): n, first_error_agreement (share with the same
+                            first_error_step), continuations {a, b} spent on those rollouts, continuation_ratio
+                            (b's / a's: what b costs for the same decisions; null when a spent none)
+    prm.<name>              for PRM datasets: rows, methods (counts), splits (counts), mean_steps, share_with_error
 """
 
+import json
 import re
 from collections import Counter
+from itertools import combinations
 from pathlib import Path
 from typing import Any
 
@@ -25,8 +34,9 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from rewardmill.pipelines.stage import read_manifest
-from rewardmill.schemas import PAIR_V1
+from rewardmill.schemas import PAIR_V1, PRM_V1
 from rewardmill.schemas.common import schema_id
+from rewardmill.transforms.steps.stats import step_stats
 
 DIGITS = 6
 PASS_LABELER = "math_answer"  # the rule verifier whose "correct" share is the policy's pass rate
@@ -38,11 +48,15 @@ def compute_metrics(
     labels: str | Path,
     datasets: str | Path,
     pass_labeler: str = PASS_LABELER,
+    steps: str | Path | None = None,
 ) -> dict[str, Any]:
-    """Metrics dict for the stage folders; `labels` and `datasets` hold one subfolder per labeler / dataset."""
+    """Metrics dict for the stage folders; `labels`, `steps` and `datasets` hold one subfolder per labeler /
+    steps labeler / dataset. `steps` may be None or missing (no steps stage ran): its metrics are then empty."""
     label_dirs, dataset_dirs = subfolders(labels), subfolders(datasets)
+    step_dirs = subfolders(steps) if steps is not None and Path(steps).is_dir() else []
     stages = {"prompts": stage_counts(prompts), "rollouts": stage_counts(rollouts)}
     stages |= {f"labels/{d.name}": stage_counts(d) for d in label_dirs}
+    stages |= {f"steps/{d.name}": stage_counts(d) for d in step_dirs}
     stages |= {f"datasets/{d.name}": stage_counts(d) for d in dataset_dirs}
 
     per_labeler = {d.name: label_metrics(d) for d in label_dirs}
@@ -50,12 +64,16 @@ def compute_metrics(
     rollout_stats = {**rollout_metrics(rollouts), "pass_rate": passing["share_correct"] if passing else None}
     pairs = [d for d in dataset_dirs if read_manifest(d).get("schema") == schema_id(PAIR_V1)]
     pair_datasets = {d.name: pair_metrics(d) for d in pairs}
+    prm = [d for d in dataset_dirs if read_manifest(d).get("schema") == schema_id(PRM_V1)]
     return {
         "stages": stages,
         "rollouts": rollout_stats,
         "labels": per_labeler,
         "label_agreement": label_agreement(label_dirs),
         "datasets": pair_datasets,
+        "steps": {d.name: step_stats(d) for d in step_dirs},
+        "step_agreement": step_agreement(step_dirs),
+        "prm": {d.name: prm_metrics(d) for d in prm},
     }
 
 
@@ -83,7 +101,16 @@ def read_columns(directory: str | Path, columns: list[str]) -> pa.Table:
     shards = sorted(Path(directory).glob("*.parquet"))
     if not shards:
         raise FileNotFoundError(f"{directory}: no *.parquet shards")
-    return pa.concat_tables([pq.read_table(path, columns=columns) for path in shards])
+    return pa.concat_tables([_read_shard(path, columns) for path in shards])
+
+
+def _read_shard(path: Path, columns: list[str]) -> pa.Table:
+    with pq.ParquetFile(path) as parquet:
+        if parquet.metadata.num_rows == 0:
+            # pyarrow aborts at exit after a threaded read of an empty file with nested columns (PRM labels);
+            # see transforms.io.parquet.read_table.
+            return parquet.schema_arrow.empty_table().select(columns)
+        return parquet.read(columns=columns)
 
 
 def rollout_metrics(directory: str | Path) -> dict[str, Any]:
@@ -150,6 +177,72 @@ def pair_metrics(directory: str | Path) -> dict[str, Any]:
         "splits": value_counts(table.column("split")),
         "mean_margin": rounded(pc.mean(table.column("margin")).as_py()),
         "length_bias": share(pc.sum(longer).as_py() or 0, table.num_rows),
+    }
+
+
+def step_decisions(directory: str | Path) -> dict[str, tuple[int, int]]:
+    """rollout_id -> (first_error_step, continuations spent on it) for the rollouts a steps labeler decided
+    completely: every step row's raw JSON has "complete" true or no "complete" key (or raw is null), and the rows
+    agree on first_error_step. Input columns: rollout_id, first_error_step, n_continuations, raw."""
+    table = read_columns(directory, ["rollout_id", "first_error_step", "n_continuations", "raw"])
+    first_errors: dict[str, set[int]] = {}
+    spent: Counter[str] = Counter()
+    undecided: set[str] = set()
+    columns = (table.column(c).to_pylist() for c in ("rollout_id", "first_error_step", "n_continuations", "raw"))
+    for rollout_id, first_error, n, raw in zip(*columns, strict=True):
+        first_errors.setdefault(rollout_id, set()).add(first_error)
+        spent[rollout_id] += n
+        if not decision_complete(raw, f"{directory}: rollout {rollout_id}"):
+            undecided.add(rollout_id)
+    return {
+        rollout_id: (min(found), spent[rollout_id])
+        for rollout_id, found in first_errors.items()
+        if rollout_id not in undecided and len(found) == 1
+    }
+
+
+def decision_complete(raw: str | None, where: str = "") -> bool:
+    """A step label's raw JSON -> whether its rollout's first error is settled (an absent flag means settled:
+    methods other than binary search always decide)."""
+    if raw is None:
+        return True
+    try:
+        detail = json.loads(raw)
+    except ValueError as exc:
+        raise ValueError(f"{where}: raw is not JSON: {exc}") from exc
+    return not isinstance(detail, dict) or detail.get("complete", True) is not False
+
+
+def step_agreement(step_dirs: list[Path]) -> dict[str, Any]:
+    """For each two steps labelers (by folder name, sorted): how often they put the first error at the same step,
+    and what each spent in continuations, on the rollouts both decided completely. Every pair is listed; with no
+    shared rollout, n is 0 and the shares are null."""
+    decisions = {d.name: step_decisions(d) for d in step_dirs}
+    result: dict[str, Any] = {}
+    for a, b in combinations(sorted(decisions), 2):
+        shared = sorted(decisions[a].keys() & decisions[b].keys())
+        same = sum(decisions[a][r][0] == decisions[b][r][0] for r in shared)
+        spent_a = sum(decisions[a][r][1] for r in shared)
+        spent_b = sum(decisions[b][r][1] for r in shared)
+        result[f"{a}|{b}"] = {
+            "n": len(shared),
+            "first_error_agreement": share(same, len(shared)),
+            "continuations": {a: spent_a, b: spent_b},
+            "continuation_ratio": rounded(spent_b / spent_a) if spent_a else None,
+        }
+    return result
+
+
+def prm_metrics(directory: str | Path) -> dict[str, Any]:
+    """Input columns: labels, method, split, first_error_step."""
+    table = read_columns(directory, ["labels", "method", "split", "first_error_step"])
+    with_error = pc.sum(pc.greater_equal(table.column("first_error_step"), 0)).as_py() or 0
+    return {
+        "rows": table.num_rows,
+        "methods": value_counts(table.column("method")),
+        "splits": value_counts(table.column("split")),
+        "mean_steps": rounded(pc.mean(pc.list_value_length(table.column("labels"))).as_py()),
+        "share_with_error": share(with_error, table.num_rows),
     }
 
 

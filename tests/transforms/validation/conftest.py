@@ -1,9 +1,11 @@
-"""Tiny stage output folders (prompts, rollouts, labels, pairs) with known values, written the way stages write them.
+"""Tiny stage output folders (prompts, rollouts, labels, steps, pairs, prm) with known values, written the way stages
+write them.
 
 The builders are plain functions so tests/pipelines/test_validate.py can import them too.
 """
 
 import hashlib
+import json
 from pathlib import Path
 from typing import Any
 
@@ -101,6 +103,65 @@ def pair_row(i: int, **overrides: Any) -> dict[str, Any]:
         "split": "train",
     }
     return {**row, **overrides}
+
+
+STEPS = ["2 + 3 = 5.", "So x = 5.", "The answer is 5."]
+
+
+def prm_row(i: int, **overrides: Any) -> dict[str, Any]:
+    """A valid PRM_V1 row of three steps: none wrong for even i, the last one wrong (first_error_step 2) for odd i."""
+    first_error = 2 if i % 2 else -1
+    soft = [1.0, 0.5, 0.0 if first_error == 2 else 1.0]
+    row = {
+        "prompt_id": _id("prompt", i // 2),
+        "rollout_id": _id("rollout", i),
+        "prompt": USER[0]["content"],
+        "completions": STEPS,
+        "labels": [first_error < 0 or s < first_error for s in range(len(STEPS))],
+        "soft_labels": soft,
+        "first_error_step": first_error,
+        "method": "mc",
+        "labeler": "mc",
+        "min_score": min(soft),
+        "last_score": soft[-1],
+        "task": "math",
+        "split": "test" if i == 0 else "train",
+    }
+    return {**row, **overrides}
+
+
+def step_label_rows(
+    labeler: str,
+    i: int,
+    first_error: int,
+    continuations: int = 4,
+    n_steps: int = 3,
+    complete: bool | None = True,
+    method: str = "mc",
+) -> list[dict[str, Any]]:
+    """STEP_LABEL_V1 rows of rollout i by `labeler`: `continuations` spent per step; `complete` None = no flag."""
+    raw = json.dumps({} if complete is None else {"complete": complete})
+    text = "".join(f"step {s}. " for s in range(n_steps))
+    return [
+        {
+            "rollout_id": _id("rollout", i),
+            "prompt_id": _id("prompt", i // 2),
+            "labeler": labeler,
+            "labeler_version": "1",
+            "step_index": s,
+            "n_steps": n_steps,
+            "step_text": f"step {s}. ",
+            "char_start": text.index(f"step {s}. "),
+            "char_end": text.index(f"step {s}. ") + len(f"step {s}. "),
+            "score": None if 0 <= first_error < s else float(first_error < 0 or s < first_error),
+            "hard_label": None if 0 <= first_error < s else (first_error < 0 or s < first_error),
+            "method": method,
+            "n_continuations": continuations,
+            "first_error_step": first_error,
+            "raw": raw,
+        }
+        for s in range(n_steps)
+    ]
 
 
 def relaxed(schema: pa.Schema) -> pa.Schema:

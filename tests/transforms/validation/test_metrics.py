@@ -37,6 +37,10 @@ def test_metrics_of_known_project(project):
         "datasets": {
             "pairs": {"count": 3, "splits": {"test": 1, "train": 2}, "mean_margin": 0.833333, "length_bias": 0.666667}
         },
+        # no steps folder given, no prm dataset
+        "steps": {},
+        "step_agreement": {},
+        "prm": {},
     }
 
 

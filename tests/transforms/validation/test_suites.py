@@ -93,7 +93,7 @@ def test_pair_suite_covers_every_column():
 
 
 def test_suites_are_keyed_by_manifest_schema_ids():
-    assert sorted(SUITES) == ["pair_v1", "rollout_v2"]
+    assert sorted(SUITES) == ["pair_v1", "prm_v1", "rollout_v2"]
 
 
 def test_valid_pairs_pass_and_report_is_deterministic(tmp_path):
@@ -200,8 +200,8 @@ def test_rollout_suite(tmp_path):
 
 
 def test_unknown_schema_and_unreadable_folder_are_errors(tmp_path):
-    report = validate_folder(str(tmp_path), "prm_v1", dataset="prm")
-    assert not report["success"] and "no validation suite for schema 'prm_v1'" in report["error"]
+    report = validate_folder(str(tmp_path), "step_label_v1", dataset="steps")
+    assert not report["success"] and "no validation suite for schema 'step_label_v1'" in report["error"]
     report = validate_folder(str(tmp_path), "pair_v1", dataset="pairs")
     assert not report["success"] and "no *.parquet shards" in report["error"]
     assert describe_failures(report) == [report["error"]]

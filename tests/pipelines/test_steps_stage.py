@@ -1,0 +1,72 @@
+"""Stage steps@NAME on the real default model: exhaustive MC and binary search over the same rollouts."""
+
+import json
+
+import pyarrow.parquet as pq
+
+from rewardmill.pipelines import steps as steps_stage
+from rewardmill.schemas import ROLLOUT_V2, STEP_LABEL_V1
+from rewardmill.transforms.io.parquet import read_rows, rows_to_table, write_table
+from tests.conftest import tiny_params
+from tests.pipelines.test_label_and_assemble import rollout
+
+COMPLETIONS = [
+    ("p1", "Tom has 3 apples. He buys 4 more apples. So he has 3 + 4 = 7 apples. The answer is 7.", "7"),
+    ("p2", "Tom has 3 apples. He buys 4 more apples. So he has 3 + 4 = 8 apples. The answer is 8.", "7"),
+    ("p3", "We add the numbers. The sum is 12. The answer is 12.", "9"),
+    ("p4", "The answer is 5.", None),  # no reference: rejected, counted
+]
+
+
+def write_rollouts(tmp_path):
+    rows = [rollout(pid, 0, text, reference=ref) for pid, text, ref in COMPLETIONS]
+    rows.append({**rollout("c1", 0, "def f(): pass"), "task": "code"})  # another task: not selected
+    out = tmp_path / "data/rollouts"
+    out.mkdir(parents=True)
+    write_table(rows_to_table(rows, ROLLOUT_V2), str(out / "part-00000-of-00001.parquet"))
+    (out / "_manifest.json").write_text('{"rows": 5}')
+    return out
+
+
+def run(tmp_path, name, policy_dir, rollouts):
+    out, metrics = tmp_path / f"data/steps/{name}", tmp_path / f"metrics/steps/{name}.json"
+    cache = tmp_path / "cache"
+    argv = [name, "--rollouts", str(rollouts), "--model", str(policy_dir), "--out", str(out)]
+    steps_stage.main([*argv, "--cache", str(cache), "--metrics", str(metrics)])
+    return out, json.loads(metrics.read_text())
+
+
+def test_mc_and_binary_search_on_the_real_model(tmp_path, params_file, policy_dir):
+    params = tiny_params()
+    config = {"k": 2, "segment": {"strategy": "sentences"}, "continuation": {"max_new_tokens": 16}}
+    params["steps"] = {
+        "mc": {"tasks": ["math"], "config": {**config, "method": "mc"}},
+        "bs": {"tasks": ["math"], "config": {**config, "method": "binary_search"}},
+    }
+    params_file(params)
+    rollouts = write_rollouts(tmp_path)
+
+    mc_out, mc = run(tmp_path, "mc", policy_dir, rollouts)
+    bs_out, bs = run(tmp_path, "bs", policy_dir, rollouts)
+
+    for out, metrics in ((mc_out, mc), (bs_out, bs)):
+        manifest = json.loads((out / "_manifest.json").read_text())
+        assert manifest["schema"] == "step_label_v1" and manifest["rejects"] == {"no_reference": 1}
+        assert manifest["selection"] == {"rollouts": 5, "other_tasks": 1, "not_sampled": 0, "selected": 4}
+        assert pq.read_schema(next(out.glob("*.parquet"))).remove_metadata() == STEP_LABEL_V1.remove_metadata()
+        assert metrics["rollouts"] == 3 and metrics["steps"] == 11  # 4 + 4 + 3 sentences
+    rows = {name: read_rows(str(out), STEP_LABEL_V1) for name, out in (("mc", mc_out), ("bs", bs_out))}
+    for row in rows["mc"] + rows["bs"]:
+        text = next(t for pid, t, _ in COMPLETIONS if row["prompt_id"] == pid)
+        assert text[row["char_start"] : row["char_end"]] == row["step_text"]
+    # exhaustive MC estimates every step but the last (3 + 3 + 2 prefixes x k=2); the right answer (p1) needs
+    # nothing under binary search, the wrong ones a midpoint or two each
+    assert mc["continuations"] == 16 and mc["this_run"]["continuations_generated"] == 16
+    assert bs["continuations"] < mc["continuations"] / 2 + 1
+    assert bs["this_run"]["continuations_generated"] == 0  # every prefix it asked for, MC had already generated
+    firsts = {n: {r["rollout_id"]: r["first_error_step"] for r in rs} for n, rs in rows.items()}
+    assert firsts["bs"]["p1-r0"] == -1 and firsts["bs"]["p2-r0"] >= 0 and firsts["bs"]["p3-r0"] >= 0
+    assert {r["method"] for r in rows["mc"]} == {"mc"} and {r["method"] for r in rows["bs"]} == {"binary_search"}
+
+    _, again = run(tmp_path, "mc", policy_dir, rollouts)  # a rerun: every continuation from the cache
+    assert again["this_run"]["continuations_generated"] == 0 and again["continuations"] == 16
