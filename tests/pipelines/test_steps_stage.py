@@ -70,3 +70,25 @@ def test_mc_and_binary_search_on_the_real_model(tmp_path, params_file, policy_di
 
     _, again = run(tmp_path, "mc", policy_dir, rollouts)  # a rerun: every continuation from the cache
     assert again["this_run"]["continuations_generated"] == 0 and again["continuations"] == 16
+
+
+def test_consensus_with_the_real_model_as_step_judge(tmp_path, params_file, policy_dir):
+    """MC and the 135M step critic: a rollout is kept only where both name the same first error; every other one
+    is a counted reject with the reason, and the judge's reply is kept in raw."""
+    params = tiny_params()
+    judge = {"backend": {"model": str(policy_dir), "batch_size": 4}, "max_tokens": 8}
+    config = {"k": 2, "segment": {"strategy": "sentences"}, "continuation": {"max_new_tokens": 16}, "judge": judge}
+    params["steps"] = {"both": {"tasks": ["math"], "config": {**config, "method": "consensus", "search": "mc"}}}
+    params_file(params)
+    out, metrics = run(tmp_path, "both", policy_dir, write_rollouts(tmp_path))
+    manifest = json.loads((out / "_manifest.json").read_text())
+    rejects = manifest["rejects"]
+    assert set(rejects) <= {"no_reference", "judge_unreadable", "first_error_disagrees"}
+    assert rejects["no_reference"] == 1
+    rows = read_rows(str(out), STEP_LABEL_V1)
+    kept = {r["rollout_id"] for r in rows}
+    assert len(kept) + sum(rejects.values()) == 4 and metrics["rollouts"] == len(kept)  # nothing lost
+    for row in rows:
+        raw = json.loads(row["raw"])
+        assert row["method"] == "consensus" and raw["judge"]["first_error"] == row["first_error_step"]
+        assert raw["search"]["first_error"] == row["first_error_step"]

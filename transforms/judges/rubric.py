@@ -147,6 +147,20 @@ def build_principles(instruction: str, response: str, principles: list[Principle
     return ({"role": "system", "content": system}, {"role": "user", "content": user})
 
 
+def build_principle(instruction: str, response: str, principle: Principle) -> tuple[dict, ...]:
+    """System + user messages asking whether `response` satisfies one principle: one word, Yes or No (the format
+    `parse_yes_no` and `p_yes` read), so P(yes) at the answer can decide even when the text says more."""
+    system = (
+        "You check whether a response satisfies a principle. Judge only that principle.\n"
+        "Reply with one word: Yes or No."
+    )
+    user = (
+        f"Instruction:\n{instruction}\n\nResponse:\n{response}\n\nPrinciple ({principle.name}): {principle.text}\n\n"
+        "Does the response satisfy the principle? Reply Yes or No."
+    )
+    return ({"role": "system", "content": system}, {"role": "user", "content": user})
+
+
 # A plain search for the first separator: a lazy "(.*?)\s*:" pattern is quadratic on long lines without one.
 _SEPARATOR = re.compile(r":|=|\s[-–]\s")
 

@@ -8,9 +8,10 @@ per criterion or result per principle, and where the rubric came from).
 What a row is graded against, first match wins: its own `rubric` column (with `use_prompt_rubric`), the
 `task_rubrics` / `task_principles` entry of its task, else `rubric` / `principles` from params (built-in generic
 ones by default). Prometheus mode: one "Feedback: ... [RESULT] n" grade on 1-5 per rubric; a prompt's criteria are
-graded one call each and weight-averaged. Principles mode (RLBFF): one call answers yes/no per principle; the score
-is the weighted share satisfied. Both report coverage (the weight share that parsed) so a half-read reply is not
-taken for a confident one.
+graded one call each and weight-averaged. Principles mode (RLBFF): one call answers yes/no per principle (or, with
+`principle_calls: each`, one yes/no call per principle, decided by P(yes)); the score is the weighted share
+satisfied. Both report coverage (the weight share that parsed) so a half-read reply is not taken for a confident
+one.
 """
 
 import json
@@ -21,10 +22,12 @@ from typing import Literal
 
 from rewardmill.transforms.judges.client import BackendConfig, JudgeRequest, JudgeResponse, Sampling
 from rewardmill.transforms.judges.likert import normalize_score
+from rewardmill.transforms.judges.reference import p_yes, parse_yes_no
 from rewardmill.transforms.judges.rubric import (
     SCORES,
     Principle,
     Rubric,
+    build_principle,
     build_principles,
     build_prometheus,
     parse_principles,
@@ -40,6 +43,8 @@ SCALE = (SCORES[0], SCORES[-1])
 # A greedy grade read from text alone says nothing about how sure the judge was (no logprobs, one sample), so a
 # fully parsed Prometheus grade gets half confidence, like PointwiseJudge's uncalibrated ratings.
 CONFIDENCE_UNCALIBRATED = 0.5
+TOP_LOGPROBS = 20  # principle_calls "each": alternatives per position, enough to find "Yes"/"No"
+EACH_MAX_TOKENS = 4  # one word, and room for "The answer is Yes"
 
 DEFAULT_RUBRIC = {
     "criteria": "Is the response correct and helpful for the instruction?",
@@ -118,6 +123,10 @@ class RubricJudgeConfig:
     use_prompt_rubric: bool = True  # a row's own `rubric` column (criteria + weights) wins over task and params
     use_reference: bool = True  # prometheus: the row's reference is shown as the score-5 answer when present
     max_tokens: int = 96  # a short feedback, then "[RESULT] n" (or one line per principle)
+    # principles: "all" = one call lists every principle ("name: yes" lines); "each" = one yes/no call per
+    # principle whose vote is P(yes) >= 0.5 at the answer when the backend gives logprobs (RLBFF scores each
+    # principle on its own; small models that cannot keep to the line format still answer one yes/no)
+    principle_calls: Literal["all", "each"] = "all"
     pass_threshold: float = 0.5  # rescaled score at or above which the verdict is `correct`
     aspect: str = "rubric"
 
@@ -139,6 +148,8 @@ class RubricJudgeConfig:
                 raise ValueError(f"task_principles.{task}: {exc}") from None
         if self.max_tokens < 1:
             raise ValueError(f"max_tokens must be >= 1, got {self.max_tokens!r}")
+        if self.principle_calls not in ("all", "each"):
+            raise ValueError(f"principle_calls must be 'all' or 'each', got {self.principle_calls!r}")
         if not 0 <= self.pass_threshold <= 1:
             raise ValueError(f"pass_threshold must be in [0, 1], got {self.pass_threshold!r}")
 
@@ -174,6 +185,10 @@ class RubricJudge(JudgeLabeler):
         """Greedy requests for one row: one per Prometheus rubric, or one listing every principle."""
         cfg, question = self.config, question_of(messages)
         sampling = Sampling(temperature=0.0, max_tokens=cfg.max_tokens)
+        if cfg.mode == "principles" and cfg.principle_calls == "each":
+            tokens = min(cfg.max_tokens, EACH_MAX_TOKENS)
+            each = Sampling(temperature=0.0, max_tokens=tokens, top_logprobs=TOP_LOGPROBS)
+            return [JudgeRequest(build_principle(question, completion, p), each) for p in plan.principles]
         if cfg.mode == "principles":
             return [JudgeRequest(build_principles(question, completion, list(plan.principles)), sampling)]
         shown = reference if cfg.use_reference and isinstance(reference, str) and reference.strip() else None
@@ -203,7 +218,11 @@ class RubricJudge(JudgeLabeler):
         raw = {"mode": cfg.mode, "source": plan.source, "texts": texts, "errors": errors}
         if cfg.mode == "principles":
             principles = list(plan.principles)
-            results = parse_principles(texts[0], principles)
+            if cfg.principle_calls == "each":
+                results = {p.name: _yes_no_vote(r) for p, r in zip(principles, replies, strict=True)}
+                raw["p_yes"] = {p.name: _p_yes(r) for p, r in zip(principles, replies, strict=True)}
+            else:
+                results = parse_principles(texts[0], principles)
             summary = principles_score(results, principles)
             raw |= {"results": results, "weights": {p.name: p.weight for p in principles}}
             raw["coverage"] = round(summary.coverage, DIGITS) if summary else 0.0
@@ -259,6 +278,21 @@ class RubricJudge(JudgeLabeler):
             summary["principle_satisfaction"] = {name: _mean(values) for name, values in sorted(named.items())}
             summary["prompt_criteria_satisfaction"] = _mean([v for v in prompt if v is not None])
         return summary
+
+
+def _p_yes(reply: JudgeResponse) -> float | None:
+    if reply.error or not reply.completions:
+        return None
+    prob = p_yes(reply.completions[0].logprobs)
+    return None if prob is None else round(prob, DIGITS)
+
+
+def _yes_no_vote(reply: JudgeResponse) -> bool | None:
+    """One principle's answer: P(yes) >= 0.5 at the answer when logprobs came back, else the reply's text."""
+    if reply.error:
+        return None
+    prob = _p_yes(reply)
+    return prob >= 0.5 if prob is not None else parse_yes_no(reply.text).value
 
 
 def _mark(value: bool | None) -> str:

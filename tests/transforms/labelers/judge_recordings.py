@@ -135,6 +135,7 @@ def run_scenarios() -> dict[str, list]:
         "panel_reflection": panel_judge(kind="likert", reflection=True).label_many(PANEL_ROWS),
         "rubric_prometheus": rubric_judge(mode="prometheus").label_many(RUBRIC_ROWS),
         "rubric_principles": rubric_judge(mode="principles").label_many(RUBRIC_ROWS),
+        "rubric_principles_each": rubric_judge(mode="principles", principle_calls="each").label_many(RUBRIC_ROWS),
     }
 
 

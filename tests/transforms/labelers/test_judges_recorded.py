@@ -144,3 +144,24 @@ def test_recordings_are_the_real_models_answers(policy_dir, monkeypatch, tmp_pat
     assert [lab.verdict for lab in live] == [lab.verdict for lab in replayed]
     assert [lab.score for lab in live] == pytest.approx([lab.score for lab in replayed], abs=1e-3)
     assert [replies(lab) for lab in live] == [replies(lab) for lab in replayed]
+
+
+def test_rubric_principles_one_call_each_grade_from_the_small_model(recorded):
+    """The happy path of rubric scoring on the real model: one yes/no call per principle, decided by P(yes).
+    Where the multi-line format gives nothing readable, the 135M model answers "The answer is Yes" for many
+    principles; "The response does not" (no yes/no within 4 tokens) stays unread and lowers the coverage."""
+    labels = rec.rubric_judge(mode="principles", principle_calls="each").label_many(rec.RUBRIC_ROWS)
+    raws = [json.loads(lab.raw) for lab in labels]
+    graded = [i for i, lab in enumerate(labels) if lab.score is not None]
+    assert graded == [2, 3, 4, 5]  # the params principles; the prompt's own criteria (rows 0-1) stay unread
+    assert all(labels[i].verdict == "abstain" for i in (0, 1))
+    assert [raws[i]["coverage"] for i in graded] == [0.5, 0.5, 1.0, 1.0]  # accuracy (weight 2) read on every row
+    for i in graded:  # the score is the weighted share of the principles read that were voted yes
+        raw, weights = raws[i], raws[i]["weights"]
+        read = [name for name, value in raw["results"].items() if value is not None]
+        assert all(0.5 <= raw["p_yes"][name] <= 1 for name in read)  # each vote is P(yes) >= 0.5
+        expected = sum(weights[n] for n in read if raw["results"][n]) / sum(weights[n] for n in read)
+        assert labels[i].score == pytest.approx(expected, abs=1e-6) and labels[i].verdict == "correct"
+    # the same rows in one call listing every principle: the 135M model answers none readably
+    listed = rec.rubric_judge(mode="principles").label_many(rec.RUBRIC_ROWS)
+    assert all(lab.verdict == "abstain" for lab in listed)

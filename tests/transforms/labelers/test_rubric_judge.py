@@ -1,10 +1,11 @@
 import json
+import math
 import pickle
 
 import pytest
 
 from rewardmill.pipelines.config import ConfigError, from_dict
-from rewardmill.transforms.judges.client import BackendConfig, JudgeResponse
+from rewardmill.transforms.judges.client import BackendConfig, Completion, JudgeResponse, TokenLogprob
 from rewardmill.transforms.judges.rubric import Principle, Rubric
 from rewardmill.transforms.labelers import get_labeler_class
 from rewardmill.transforms.labelers.rubric_judge import (
@@ -165,6 +166,37 @@ def test_registered_and_pickles():
     copy = pickle.loads(pickle.dumps(judge))
     assert copy.config == judge.config and copy._clients == {}
     assert copy.plan(None, "qa") == Plan("task", principles=(Principle("names the city", QA_PRINCIPLES[0]["text"]),))
+
+
+def yes_no(text: str, yes: float, no: float) -> JudgeResponse:
+    """A reply whose first token carries P("Yes") = yes and P("No") = no among its alternatives."""
+    first = TokenLogprob(text.split()[0], math.log(max(yes, no)), {"Yes": math.log(yes), "No": math.log(no)})
+    return JudgeResponse((Completion(text, "length", (first,)),))
+
+
+EACH = RubricJudge(RubricJudgeConfig(mode="principles", principle_calls="each"))
+
+
+@pytest.mark.parametrize(
+    ("got", "results", "score", "coverage"),
+    [
+        # one call per principle (accuracy weight 2, completeness, clarity); P(yes) decides whatever the text says
+        ((("The", 0.8, 0.1), ("The", 0.2, 0.7), ("Yes.", 0.9, 0.05)), [True, False, True], 0.75, 1.0),
+        # no logprobs for a reply: its text decides; an unreadable one is left out (coverage < 1)
+        ((("No", 0.1, 0.8), "Yes.", "maybe"), [False, True, None], 0.333333, 0.75),
+        ((FAIL, FAIL, "No"), [None, None, False], 0.0, 0.25),  # failed calls count as unread principles
+    ],
+)
+def test_principles_one_call_each(got, results, score, coverage):
+    requests = EACH.requests(PRINCIPLES_PLAN, MESSAGES, "Paris.", None)
+    assert len(requests) == 3 and all(r.sampling.top_logprobs == 20 and r.sampling.max_tokens == 4 for r in requests)
+    assert "Principle (accuracy)" in requests[0].messages[-1]["content"]
+    made = [yes_no(*g) if isinstance(g, tuple) else g for g in got]
+    label = EACH.to_label(PRINCIPLES_PLAN, replies(*made))
+    raw = json.loads(label.raw)
+    assert list(raw["results"].values()) == results
+    assert (label.score, raw["coverage"]) == (pytest.approx(score, abs=1e-6), coverage)
+    assert set(raw["p_yes"]) == {"accuracy", "completeness", "clarity"}
 
 
 def test_summarize():
