@@ -2,6 +2,7 @@
 
 rewardmill run prompts
 rewardmill run label math_answer --rollouts data/rollouts --out /tmp/labels
+rewardmill push --repo-id owner/name --revision v1.0
 rewardmill stages
 """
 
@@ -31,9 +32,10 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("stages", help="list the stages")
     sub.add_parser("label", help="label a JSONL/Parquet file of rollouts outside DVC", add_help=False)
     sub.add_parser("new-labeler", help="scaffold a labeler file, its test and its params entry", add_help=False)
-    if argv and argv[0] in ("label", "new-labeler"):  # these parse their own arguments
-        module = "label_file" if argv[0] == "label" else "scaffold"
-        importlib.import_module(f"rewardmill.pipelines.{module}").main(argv[1:])
+    sub.add_parser("push", help="upload the export folder to a Hugging Face dataset repo, tagged", add_help=False)
+    own_parsers = {"label": "label_file", "new-labeler": "scaffold", "push": "push"}
+    if argv and argv[0] in own_parsers:  # these parse their own arguments
+        importlib.import_module(f"rewardmill.pipelines.{own_parsers[argv[0]]}").main(argv[1:])
         return 0
     args = parser.parse_args(argv)
     if args.command == "stages":
