@@ -140,11 +140,11 @@ def select_rollouts(args) -> list[dict]:
 
 
 def bench_model(args) -> None:
+    from rewardmill.transforms.judges.transformers_client import local_model_id
     from rewardmill.transforms.steps.continuations import (
         CachedContinuer,
         ContinuationSampling,
         TransformersContinuer,
-        policy_fingerprint,
     )
     from rewardmill.transforms.steps.labeler import SegmentConfig, StepLabeler, StepsConfig
 
@@ -152,7 +152,7 @@ def bench_model(args) -> None:
     if not rollouts:
         raise SystemExit("no math rollouts with a reference and >= 2 steps")
     sampling = ContinuationSampling(max_new_tokens=args.max_new_tokens, batch_size=args.batch_size, seed=args.seed)
-    fingerprint = policy_fingerprint(args.model)
+    fingerprint = local_model_id(args.model)
     results, firsts = {}, {}
     for (name, _), method in zip(METHODS, ("mc", "binary_search"), strict=True):
         config = StepsConfig(

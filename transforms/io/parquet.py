@@ -45,7 +45,8 @@ def write_table(table: pa.Table, path: str) -> None:
         fh.write(buffer.getvalue())
 
 
-def read_table(path: str, schema: pa.Schema | None = None) -> pa.Table:
+def read_table(path: str, schema: pa.Schema | None = None, columns: list[str] | None = None) -> pa.Table:
+    """One Parquet file (local, GCS, S3), cast to `schema` when given; `columns` reads only those."""
     with FileSystems.open(path) as fh:
         data = io.BytesIO(fh.read())
     parquet = pq.ParquetFile(data)
@@ -53,8 +54,9 @@ def read_table(path: str, schema: pa.Schema | None = None) -> pa.Table:
         # pyarrow 25 aborts the interpreter at exit after a threaded read of an empty file with nested
         # columns ("terminate called without an active exception"); an empty shard needs no reading.
         table = parquet.schema_arrow.empty_table()
+        table = table.select(columns) if columns is not None else table
     else:
-        table = parquet.read()
+        table = parquet.read(columns=columns)
     if schema is not None:
         table = table.select(schema.names).cast(schema)
     return table

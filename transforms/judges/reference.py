@@ -10,10 +10,11 @@ reference); `parse_yes_no(text)` -> YesNo (value None on malformed text); `p_yes
 import re
 from dataclasses import dataclass
 
-from rewardmill.transforms.judges.client import TokenLogprob
+from rewardmill.transforms.judges.client import JudgeResponse, TokenLogprob
 from rewardmill.transforms.judges.likert import class_mass, strip_markup, token_text
 
 YES_NO = {"yes": True, "no": False}
+TOP_LOGPROBS = 20  # alternatives per position asked for: enough to find "Yes"/"No" behind a space or markup
 
 _WORD = r"(?i:\b(yes|no)\b)(?!\s*(?:/|\bor\b)\s*(?i:yes|no)\b)"  # "Yes or No" is the format echoed back
 _LEADING = re.compile(r"[\s\W]*" + _WORD)
@@ -80,3 +81,19 @@ def p_yes(logprobs: tuple[TokenLogprob, ...] | None, min_mass: float = 0.5) -> f
     probs = class_mass(logprobs, _yes_no, min_mass)
     yes, no = (probs or {}).get(True, 0.0), (probs or {}).get(False, 0.0)
     return yes / (yes + no) if yes + no > 0 else None  # > 0: logprobs so low that exp() underflows
+
+
+def response_p_yes(response: JudgeResponse) -> float | None:
+    """`p_yes` of a reply's first completion; None for a failed call or a reply without a yes/no position."""
+    if response.error or not response.completions:
+        return None
+    return p_yes(response.completions[0].logprobs)
+
+
+def yes_no_vote(response: JudgeResponse, use_logprobs: bool = True) -> bool | None:
+    """A yes/no reply as a vote: P(yes) >= 0.5 at the answer when its logprobs hold one (so "The answer is Yes"
+    cut short still votes), else what its text says; None for a failed call or an unreadable reply."""
+    if response.error:
+        return None
+    prob = response_p_yes(response) if use_logprobs else None
+    return prob >= 0.5 if prob is not None else parse_yes_no(response.text).value

@@ -28,12 +28,11 @@ from rewardmill.transforms.judges.panel import (
     apply_persona,
     build_reflection,
 )
-from rewardmill.transforms.judges.reference import build_correctness, build_equivalence, p_yes, parse_yes_no
+from rewardmill.transforms.judges.reference import TOP_LOGPROBS, build_correctness, build_equivalence, yes_no_vote
 from rewardmill.transforms.labelers.base import Label
 from rewardmill.transforms.labelers.judge_base import JudgeLabeler, call_failed, first_error, question_of
 
 DIGITS = 6
-TOP_LOGPROBS = 20  # alternatives per position: enough to find "Yes"/"No" behind a leading space or markup
 _DEFAULT_PROMPTS = {p.name: p.system_prompt for p in DEFAULT_PERSONAS}
 # A round-2 slot for a panelist whose round-1 call failed: it has no reply of its own to reflect on.
 NO_REFLECTION = JudgeResponse((), error="no round-1 reply to reflect on")
@@ -172,14 +171,7 @@ class PanelJudge(JudgeLabeler):
         cfg = self.config
         if cfg.kind == "likert":
             return [None if r.error else parse_likert(r.text, cfg.scale).score for r in replies]
-        return [None if r.error else self._yes_no_vote(r) for r in replies]
-
-    def _yes_no_vote(self, reply: JudgeResponse) -> bool | None:
-        if self.config.votes_from == "logprobs" and reply.completions:
-            prob = p_yes(reply.completions[0].logprobs)
-            if prob is not None:
-                return prob >= 0.5
-        return parse_yes_no(reply.text).value
+        return [yes_no_vote(r, use_logprobs=cfg.votes_from == "logprobs") for r in replies]
 
     def split(self, replies: list[JudgeResponse]) -> bool:
         """Whether the valid votes of a round disagree (what triggers reflection)."""

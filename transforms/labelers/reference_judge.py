@@ -16,13 +16,12 @@ import json
 from dataclasses import dataclass, field
 
 from rewardmill.transforms.judges.client import BackendConfig, JudgeRequest, JudgeResponse, Sampling
-from rewardmill.transforms.judges.reference import build_equivalence, p_yes, parse_yes_no
+from rewardmill.transforms.judges.reference import TOP_LOGPROBS, build_equivalence, parse_yes_no, response_p_yes
 from rewardmill.transforms.labelers.base import Label, resolve_labeler, safe_label
 from rewardmill.transforms.labelers.judge_base import JudgeLabeler, call_failed, question_of
 
 DIGITS = 6
 CONFIDENCE_UNCALIBRATED = 0.5  # a greedy yes/no read from text alone says nothing about how sure the judge was
-TOP_LOGPROBS = 20
 
 
 @dataclass(frozen=True)
@@ -109,7 +108,7 @@ class ReferenceJudge(JudgeLabeler):
         if response.error:
             return call_failed(response.error, cfg.aspect)
         parsed = parse_yes_no(response.text)
-        prob = p_yes(response.completions[0].logprobs)
+        prob = response_p_yes(response)
         judge = {"text": response.text, "parsed": parsed.value, "p_yes": None if prob is None else round(prob, DIGITS)}
         raw_dict = {"judge": judge} if rule is None else {"rule": _label_dict(rule), "judge": judge, "appealed": True}
         raw = json.dumps(raw_dict, ensure_ascii=False)

@@ -22,7 +22,7 @@ from typing import Literal
 
 from rewardmill.transforms.judges.client import BackendConfig, JudgeRequest, JudgeResponse, Sampling
 from rewardmill.transforms.judges.likert import normalize_score
-from rewardmill.transforms.judges.reference import p_yes, parse_yes_no
+from rewardmill.transforms.judges.reference import TOP_LOGPROBS, response_p_yes, yes_no_vote
 from rewardmill.transforms.judges.rubric import (
     SCORES,
     Principle,
@@ -43,7 +43,6 @@ SCALE = (SCORES[0], SCORES[-1])
 # A greedy grade read from text alone says nothing about how sure the judge was (no logprobs, one sample), so a
 # fully parsed Prometheus grade gets half confidence, like PointwiseJudge's uncalibrated ratings.
 CONFIDENCE_UNCALIBRATED = 0.5
-TOP_LOGPROBS = 20  # principle_calls "each": alternatives per position, enough to find "Yes"/"No"
 EACH_MAX_TOKENS = 4  # one word, and room for "The answer is Yes"
 
 DEFAULT_RUBRIC = {
@@ -219,8 +218,8 @@ class RubricJudge(JudgeLabeler):
         if cfg.mode == "principles":
             principles = list(plan.principles)
             if cfg.principle_calls == "each":
-                results = {p.name: _yes_no_vote(r) for p, r in zip(principles, replies, strict=True)}
-                raw["p_yes"] = {p.name: _p_yes(r) for p, r in zip(principles, replies, strict=True)}
+                results = {p.name: yes_no_vote(r) for p, r in zip(principles, replies, strict=True)}
+                raw["p_yes"] = {p.name: _rounded(response_p_yes(r)) for p, r in zip(principles, replies, strict=True)}
             else:
                 results = parse_principles(texts[0], principles)
             summary = principles_score(results, principles)
@@ -280,19 +279,8 @@ class RubricJudge(JudgeLabeler):
         return summary
 
 
-def _p_yes(reply: JudgeResponse) -> float | None:
-    if reply.error or not reply.completions:
-        return None
-    prob = p_yes(reply.completions[0].logprobs)
-    return None if prob is None else round(prob, DIGITS)
-
-
-def _yes_no_vote(reply: JudgeResponse) -> bool | None:
-    """One principle's answer: P(yes) >= 0.5 at the answer when logprobs came back, else the reply's text."""
-    if reply.error:
-        return None
-    prob = _p_yes(reply)
-    return prob >= 0.5 if prob is not None else parse_yes_no(reply.text).value
+def _rounded(value: float | None) -> float | None:
+    return None if value is None else round(value, DIGITS)
 
 
 def _mark(value: bool | None) -> str:

@@ -17,7 +17,6 @@ from pathlib import Path
 
 from rewardmill.transforms.io.segments import SegmentStore
 from rewardmill.transforms.sampling.params import SamplingParams, prompt_seed
-from rewardmill.transforms.sampling.policy import FINGERPRINT_FILE, read_policy_info
 
 
 @dataclass(frozen=True)
@@ -48,12 +47,6 @@ class PrefixRequest:
     key: str
     messages: tuple[dict, ...]
     prefix: str
-
-
-def policy_fingerprint(model_dir: str) -> str:
-    """The materialized policy's fingerprint (a folder without one stands for its path)."""
-    path = Path(model_dir)
-    return read_policy_info(path).fingerprint if (path / FINGERPRINT_FILE).exists() else str(path)
 
 
 def prompt_text(tokenizer, request: PrefixRequest) -> str:

@@ -109,11 +109,9 @@ class StepLabeler:
             found, rounds = run_rounds(planners, lambda work: self._estimate(items, work))
             self.rounds += rounds
             decisions = list(found)
-        judged = self._judge(items) if cfg.uses_judge else [None] * len(items)
+        judged = self._judge(items) if cfg.uses_judge else [(None, None)] * len(items)
         rows: list[dict] = []
-        for item, decision, (judge_first, judge_text) in zip(
-            items, decisions, judged if cfg.uses_judge else [(None, None)] * len(items), strict=True
-        ):
+        for item, decision, (judge_first, judge_text) in zip(items, decisions, judged, strict=True):
             raw = {"final_correct": item.final_correct}
             if cfg.uses_judge:
                 raw["judge"] = {"first_error": judge_first, "text": judge_text}

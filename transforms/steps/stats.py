@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-import pyarrow.parquet as pq
+from rewardmill.transforms.io.parquet import read_rows
 
 DIGITS = 6
 
@@ -10,8 +10,7 @@ DIGITS = 6
 def step_stats(directory: str | Path) -> dict:
     """Rollouts and steps labeled, continuations spent (total and per labeled step), share of rollouts with an
     error and the mean first-error position among them, share of positive step labels."""
-    files = sorted(Path(directory).glob("*.parquet"))
-    rows = [r for f in files for r in pq.read_table(f).to_pylist()]
+    rows = read_rows(str(directory))
     rollouts: dict[str, dict] = {}
     for r in rows:
         rollouts.setdefault(r["rollout_id"], r)

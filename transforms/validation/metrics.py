@@ -31,11 +31,11 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from rewardmill.pipelines.stage import read_manifest
 from rewardmill.schemas import PAIR_V1, PRM_V1
 from rewardmill.schemas.common import schema_id
+from rewardmill.transforms.io.parquet import read_table
 from rewardmill.transforms.steps.stats import step_stats
 
 DIGITS = 6
@@ -101,16 +101,8 @@ def read_columns(directory: str | Path, columns: list[str]) -> pa.Table:
     shards = sorted(Path(directory).glob("*.parquet"))
     if not shards:
         raise FileNotFoundError(f"{directory}: no *.parquet shards")
-    return pa.concat_tables([_read_shard(path, columns) for path in shards])
-
-
-def _read_shard(path: Path, columns: list[str]) -> pa.Table:
-    with pq.ParquetFile(path) as parquet:
-        if parquet.metadata.num_rows == 0:
-            # pyarrow aborts at exit after a threaded read of an empty file with nested columns (PRM labels);
-            # see transforms.io.parquet.read_table.
-            return parquet.schema_arrow.empty_table().select(columns)
-        return parquet.read(columns=columns)
+    # read_table skips reading empty shards (pyarrow aborts at exit after reading an empty nested column)
+    return pa.concat_tables([read_table(str(path), columns=columns) for path in shards])
 
 
 def rollout_metrics(directory: str | Path) -> dict[str, Any]:

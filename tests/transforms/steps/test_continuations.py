@@ -4,12 +4,12 @@ import pickle
 
 import pytest
 
+from rewardmill.transforms.judges.transformers_client import local_model_id
 from rewardmill.transforms.steps.continuations import (
     CachedContinuer,
     ContinuationSampling,
     PrefixRequest,
     TransformersContinuer,
-    policy_fingerprint,
     vllm_continuation_kwargs,
 )
 from tests.transforms.judges.conftest import one_torch_thread  # noqa: F401  (autouse: generate on one thread)
@@ -33,7 +33,7 @@ def test_seeded_per_request_and_independent_of_batch_mates(policy_dir):
 
 
 def test_cache_makes_a_rerun_generate_nothing(policy_dir, tmp_path):
-    fingerprint = policy_fingerprint(str(policy_dir))
+    fingerprint = local_model_id(str(policy_dir))
     first = CachedContinuer(TransformersContinuer(str(policy_dir), SAMPLING, k=2), str(tmp_path), fingerprint)
     requests = [request("r1:0", "Tom starts with 3 apples."), request("r1:1", "Tom starts with 3 apples. He buys 4.")]
     texts = first.continue_many(requests)
