@@ -1,18 +1,30 @@
-"""Stage `assemble`: join rollouts with all labels, score, and build the datasets under data/datasets/.
+"""Stage `assemble`: aggregate each rollout's labels into one reward, filter, and build the datasets in data/datasets/
 
-pairs/: preference pairs from the labels of every labeler in params `labelers` (always written).
+_rewards/: one REWARD_V1 row per rollout: reward, correctness, confidence, named score vector and `status` (kept or
+  why outputs may not use it). A `_` folder: validate reads it, export does not publish it.
+pairs/: PAIR_V2 preference pairs by the strategies in params `assemble.pairs`.
+rl/: RL_V1 prompts with their pass rate and difficulty. sft/: SFT_V1 best verified rollouts per prompt.
 prm/: TRL stepwise (PRM_V1) rows from the step labels of every steps labeler in params `steps`, one row per
-(steps labeler, rollout); written only when `steps` names at least one labeler.
+  (steps labeler, rollout); written only when `steps` names at least one labeler.
+Each folder has `_rejects/` (every prompt, pair or rollout an output does not use, with a reason) and a manifest.
+
+How it scales: prompt-level filters (duplicates, contamination) run once over all prompt texts; everything else runs
+per bucket of whole prompts on Arrow tables with polars (transforms/aggregate), so Beam moves a few tables per bucket,
+not a Python dict per row, and buckets spread over workers on a distributed runner.
 """
 
 import argparse
+import json
 import logging
+from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import apache_beam as beam
+import polars as pl
+import pyarrow as pa
 
 from rewardmill.pipelines.config import ConfigError, load_section, read_params
 from rewardmill.pipelines.stage import (
@@ -25,15 +37,39 @@ from rewardmill.pipelines.stage import (
     write_manifest,
     write_rejects,
 )
-from rewardmill.schemas import LABEL_V1, PAIR_V1, PRM_V1, ROLLOUT_V2, STEP_LABEL_V1
+from rewardmill.schemas import (
+    LABEL_V1,
+    PAIR_V2,
+    PRM_V1,
+    REJECT_V1,
+    REWARD_V1,
+    RL_V1,
+    ROLLOUT_V2,
+    SFT_V1,
+    STEP_LABEL_V1,
+)
+from rewardmill.transforms.aggregate.bucket import LABEL_COLUMNS, ROLLOUT_COLUMNS, CoreConfig, assemble_bucket
+from rewardmill.transforms.aggregate.prompt_flags import FiltersConfig, prompt_flags
+from rewardmill.transforms.aggregate.reward import AggregateConfig
+from rewardmill.transforms.aggregate.rl import RlConfig
+from rewardmill.transforms.aggregate.sft import SftConfig
+from rewardmill.transforms.filters.contamination import load_benchmarks
 from rewardmill.transforms.io.parquet import ReadStageOutput, WriteSortedParquet
-from rewardmill.transforms.pairing.best_worst import PairingConfig, best_vs_worst
-from rewardmill.transforms.pairing.scores import combine
+from rewardmill.transforms.io.tables import ReadStageTables, WriteSortedTables
+from rewardmill.transforms.pairing.strategies import PairsConfig
 from rewardmill.transforms.steps.prm_rows import build_prm_row
 
 STAGE = "assemble"
 REJECTED = "rejected"
-PAIR_STRATEGIES = ("best_vs_worst",)
+COUNTS = "counts"
+OUTPUTS = {  # folder -> (schema, sort key columns)
+    "_rewards": (REWARD_V1, ("rollout_id",)),
+    "pairs": (PAIR_V2, ("pair_id",)),
+    "rl": (RL_V1, ("prompt_id",)),
+    "sft": (SFT_V1, ("rollout_id",)),
+}
+REJECT_KEY = ("row_id", "reason", "stage")
+COUNTS_FILE = "_counts.json"  # the buckets' summed counts; main() moves them into the manifests
 
 log = logging.getLogger("rewardmill")
 
@@ -42,53 +78,97 @@ log = logging.getLogger("rewardmill")
 class AssembleConfig:
     """params `assemble`."""
 
-    min_margin: float = 0.0
-    pair_strategy: str = "best_vs_worst"
-    drop_truncated: bool = False
-    num_shards: int = 1
+    num_shards: int = 1  # shards per output folder
+    # Buckets of whole prompts, each assembled in one piece: the units a cluster runner spreads over workers. The
+    # outputs do not depend on it (a prompt's result never depends on its bucket-mates; files are sorted by id).
+    buckets: int = 8
+    aggregate: AggregateConfig = field(default_factory=AggregateConfig)
+    filters: FiltersConfig = field(default_factory=FiltersConfig)
+    pairs: PairsConfig = field(default_factory=PairsConfig)
+    rl: RlConfig = field(default_factory=RlConfig)
+    sft: SftConfig = field(default_factory=SftConfig)
     # PRM rows end at a rollout's first wrong step (Qwen's PRM convention: later steps say nothing once the prefix
     # is wrong); false keeps them, labelled False.
     prm_truncate_after_error: bool = True
 
     def __post_init__(self):
-        if self.pair_strategy not in PAIR_STRATEGIES:
-            raise ValueError(f"pair_strategy must be one of {PAIR_STRATEGIES}, got {self.pair_strategy!r}")
+        if self.num_shards < 1 or self.buckets < 1:
+            raise ValueError(f"num_shards and buckets must be >= 1, got {self.num_shards} and {self.buckets}")
 
-    def pairing(self) -> PairingConfig:
-        return PairingConfig(min_margin=self.min_margin, drop_truncated=self.drop_truncated)
-
-
-class ScoreRollout(beam.DoFn):
-    """(rollout_id, {rollouts, labels}) -> (prompt_id, (rollout, RolloutScore)); orphan labels are rejected."""
-
-    def process(self, element) -> Iterable[Any]:  # Any: Beam cannot infer KV through TaggedOutput
-        rollout_id, grouped = element
-        rollouts, labels = list(grouped["rollouts"]), list(grouped["labels"])
-        if not rollouts:
-            for lab in labels:
-                yield beam.pvalue.TaggedOutput(
-                    REJECTED, reject(STAGE, rollout_id, "orphan_label", f"label from {lab['labeler']} has no rollout")
-                )
-            return
-        rollout = rollouts[0]
-        yield rollout["prompt_id"], (rollout, combine(rollout_id, labels))
+    def core(self) -> CoreConfig:
+        return CoreConfig(self.aggregate, self.filters.rollouts(), self.pairs, self.rl, self.sft)
 
 
-class MakePairs(beam.DoFn):
-    def __init__(self, cfg: PairingConfig):
+def prompt_texts(table: pa.Table) -> list[tuple[str, list[dict]]]:
+    """(prompt_id, messages) of each prompt in a rollouts table, once."""
+    first = pl.from_arrow(table.select(["prompt_id", "messages"])).unique("prompt_id", keep="first")
+    return list(zip(first["prompt_id"].to_list(), first["messages"].to_list(), strict=True))
+
+
+class ComputeFlags(beam.DoFn):
+    """[(prompt_id, messages) lists, one per rollouts shard] -> {prompt_id: (reason, detail)} over all prompts."""
+
+    def __init__(self, cfg: FiltersConfig):
         self.cfg = cfg
 
-    def process(self, element):
-        prompt_id, items = element
-        items = sorted(items, key=lambda item: item[0]["rollout_id"])
-        rollouts = [r for r, _ in items]
-        scores = {s.rollout_id: s for _, s in items}
-        pair, dropped = best_vs_worst(rollouts[0], rollouts, scores, self.cfg)
-        for d in dropped:
-            beam.metrics.Metrics.counter(STAGE, f"dropped_{d.reason}").inc()
-            yield beam.pvalue.TaggedOutput(REJECTED, reject(STAGE, d.row_id, d.reason, d.detail))
-        if pair is not None:
-            yield pair
+    def process(self, parts: list[list[tuple[str, list[dict]]]]):
+        flags = prompt_flags((p for part in parts for p in part), self.cfg)
+        for reason, n in Counter(r for r, _ in flags.values()).items():
+            beam.metrics.Metrics.counter(STAGE, f"prompts_{reason}").inc(n)
+        yield flags
+
+
+def split_by_bucket(table: pa.Table, tag: str, buckets: int) -> Iterable[tuple[int, tuple[str, pa.Table]]]:
+    """A table -> (bucket, (tag, the rows of that bucket)); a prompt's rows always share a bucket."""
+    if table.num_rows == 0:
+        return
+    frame = pl.from_arrow(table).with_columns(_bucket=(pl.col("prompt_id").hash(seed=0) % buckets).cast(pl.Int64))
+    for (bucket,), part in frame.partition_by("_bucket", as_dict=True).items():
+        yield int(bucket), (tag, part.drop("_bucket").to_arrow())
+
+
+class AssembleBucket(beam.DoFn):
+    """(bucket, [(tag, table)]) + prompt flags -> tables tagged by output folder, rejects tagged
+    `<folder>/_rejects`, and the bucket's counts tagged COUNTS."""
+
+    def __init__(self, cfg: CoreConfig):
+        self.cfg = cfg
+
+    def process(self, element, flags: dict[str, tuple[str, str]]):
+        _, tagged = element
+        parts: dict[str, list[pa.Table]] = {"rollouts": [], "labels": []}
+        for tag, table in tagged:
+            parts[tag].append(table)
+        rollouts = concat(parts["rollouts"], ROLLOUT_V2, ROLLOUT_COLUMNS)
+        labels = concat(parts["labels"], LABEL_V1, LABEL_COLUMNS)
+        result = assemble_bucket(rollouts, labels, flags, self.cfg)
+        for name, table in result.tables.items():
+            yield beam.pvalue.TaggedOutput(name, table)
+        for name, table in result.rejects.items():
+            yield beam.pvalue.TaggedOutput(f"{name}/_rejects", table)
+        for key, value in result.counts.items():
+            beam.metrics.Metrics.counter(STAGE, key).inc(value)
+        yield beam.pvalue.TaggedOutput(COUNTS, result.counts)
+
+
+def concat(tables: list[pa.Table], schema: pa.Schema, columns: tuple[str, ...]) -> pa.Table:
+    empty = pa.schema([schema.field(c) for c in columns]).empty_table()
+    return pa.concat_tables([t.select(list(columns)) for t in tables]) if tables else empty
+
+
+def sum_counts(counts: Iterable[dict[str, int]]) -> dict[str, int]:
+    total: Counter[str] = Counter()
+    for c in counts:
+        total.update(c)
+    return dict(sorted(total.items()))
+
+
+class WriteJson(beam.DoFn):
+    def __init__(self, path: str):
+        self.path = path
+
+    def process(self, obj):
+        Path(self.path).write_text(json.dumps(obj, indent=2, sort_keys=True) + "\n")
 
 
 class MakePrmRows(beam.DoFn):
@@ -162,32 +242,47 @@ class AssemblePrm(beam.PTransform):
 def build(
     p, cfg: AssembleConfig, rollouts_dir: str, label_dirs: list[str], out_dir: str, steps_dirs: list[str] | None = None
 ) -> None:
-    rollouts = (
-        p
-        | "Read rollouts" >> ReadStageOutput(rollouts_dir, ROLLOUT_V2)
-        | "Key rollouts" >> beam.Map(lambda r: (r["rollout_id"], r))
+    rollout_tables = p | "Read rollouts" >> ReadStageTables(rollouts_dir, ROLLOUT_V2, list(ROLLOUT_COLUMNS))
+    label_reads = [
+        p | f"Read labels {i}" >> ReadStageTables(d, LABEL_V1, [*LABEL_COLUMNS, "prompt_id"])
+        for i, d in enumerate(label_dirs)
+    ]
+    flags = (
+        rollout_tables
+        | "Prompt texts" >> beam.Map(prompt_texts)
+        | "All prompt texts" >> beam.combiners.ToList()
+        | "Prompt filters" >> beam.ParDo(ComputeFlags(cfg.filters))
     )
-    label_reads = [p | f"Read labels {i}" >> ReadStageOutput(d, LABEL_V1) for i, d in enumerate(label_dirs)]
-    labels = (
-        tuple(label_reads) | "All labels" >> beam.Flatten() | "Key labels" >> beam.Map(lambda r: (r["rollout_id"], r))
+    labels = tuple(label_reads) | "All labels" >> beam.Flatten()
+    buckets = (
+        (
+            rollout_tables | "Bucket rollouts" >> beam.FlatMap(split_by_bucket, "rollouts", cfg.buckets),
+            labels | "Bucket labels" >> beam.FlatMap(split_by_bucket, "labels", cfg.buckets),
+        )
+        | "All buckets" >> beam.Flatten()
+        | "Group buckets" >> beam.GroupByKey()
     )
-    scored = (
-        {"rollouts": rollouts, "labels": labels}
-        | "Join labels" >> beam.CoGroupByKey()
-        | "Score" >> beam.ParDo(ScoreRollout()).with_outputs(REJECTED, main="scored")
+    tags = [*OUTPUTS, *(f"{name}/_rejects" for name in OUTPUTS), COUNTS]
+    results = buckets | "Assemble buckets" >> beam.ParDo(
+        AssembleBucket(cfg.core()), beam.pvalue.AsSingleton(flags)
+    ).with_outputs(*tags)
+    for name, (schema, key) in OUTPUTS.items():
+        folder = Path(out_dir) / name
+        _ = results[name] | f"Write {name}" >> WriteSortedTables(str(folder), schema, key, cfg.num_shards)
+        _ = results[f"{name}/_rejects"] | f"Write {name} rejects" >> WriteSortedTables(
+            str(folder / "_rejects"), REJECT_V1, REJECT_KEY
+        )
+    _ = (
+        results[COUNTS]
+        | "Sum counts" >> beam.CombineGlobally(sum_counts)
+        | "Write counts" >> beam.ParDo(WriteJson(str(Path(out_dir) / COUNTS_FILE)))
     )
-    pairs = (
-        scored.scored
-        | "Group by prompt" >> beam.GroupByKey()
-        | "Pair" >> beam.ParDo(MakePairs(cfg.pairing())).with_outputs(REJECTED, main="pairs")
-    )
-    pairs_dir = Path(out_dir) / "pairs"
-    _ = pairs.pairs | "Write pairs" >> WriteSortedParquet(
-        str(pairs_dir), PAIR_V1, sort_key=lambda r: r["pair_id"], num_shards=cfg.num_shards
-    )
-    rejects = (scored[REJECTED], pairs[REJECTED]) | "All rejects" >> beam.Flatten()
-    write_rejects(rejects, pairs_dir)
     if steps_dirs:
+        rollouts = (
+            p
+            | "Read rollouts for PRM" >> ReadStageOutput(rollouts_dir, ROLLOUT_V2)
+            | "Key rollouts" >> beam.Map(lambda r: (r["rollout_id"], r))
+        )
         _ = rollouts | "PRM" >> AssemblePrm(
             steps_dirs, str(Path(out_dir) / "prm"), cfg.prm_truncate_after_error, cfg.num_shards
         )
@@ -218,14 +313,36 @@ def main(argv: list[str] | None = None) -> None:
     # Likewise only the steps labelers in params: no `steps` section (or an empty one) writes no prm/ folder.
     step_names = step_labeler_names()
     steps_dirs = [str(Path(args.steps) / n) for n in step_names]
+    try:
+        cfg.aggregate.check_labelers(names)
+    except ValueError as exc:
+        raise ConfigError(f"params.yaml: 'assemble.aggregate': {exc}") from exc
+    load_benchmarks(cfg.filters.decontaminate.files)  # a missing or malformed benchmark file fails before any work
     timer = StageTimer(STAGE)
     with atomic_output(args.out) as tmp:
-        (tmp / "pairs").mkdir()
+        for name in OUTPUTS:
+            (tmp / name).mkdir()
         if steps_dirs:
             (tmp / "prm").mkdir()
         run_pipeline(lambda p: build(p, cfg, args.rollouts, label_dirs, str(tmp), steps_dirs), load_beam_config())
+        counts_path = tmp / COUNTS_FILE
+        counts = json.loads(counts_path.read_text()) if counts_path.exists() else {}
+        counts_path.unlink(missing_ok=True)
+        inputs = {"rollouts": args.rollouts, **{f"labels/{n}": d for n, d in zip(names, label_dirs, strict=True)}}
+        common = {"labelers": names, "labeler_versions": labeler_versions(tmp / "_rewards"), "counts": counts}
+        manifests = {}
+        for name, (schema, _) in OUTPUTS.items():
+            extra = {**common, "pair_types": value_counts(tmp / name, "pair_type")} if name == "pairs" else common
+            manifests[name] = write_manifest(
+                tmp / name, stage=STAGE, schema=schema, config=cfg, inputs=inputs, extra=extra
+            )
+            log.info("%s: %s: %d rows, rejects %s", STAGE, name, manifests[name]["rows"], manifests[name]["rejects"])
         if steps_dirs:
-            prm_manifest = write_manifest(
+            methods = {
+                n: ((read_params().get("steps") or {}).get(n) or {}).get("config", {}).get("method")
+                for n in step_names
+            }
+            manifests["prm"] = write_manifest(
                 tmp / "prm",
                 stage=STAGE,
                 schema=PRM_V1,
@@ -234,18 +351,28 @@ def main(argv: list[str] | None = None) -> None:
                     "rollouts": args.rollouts,
                     **{f"steps/{n}": d for n, d in zip(step_names, steps_dirs, strict=True)},
                 },
-                extra={"step_labelers": step_names},
+                extra={"step_labelers": step_names, "step_methods": methods},
             )
-            log.info("%s: prm: %d rows, rejects %s", STAGE, prm_manifest["rows"], prm_manifest["rejects"])
-        manifest = write_manifest(
-            tmp / "pairs",
-            stage=STAGE,
-            schema=PAIR_V1,
-            config=cfg,
-            inputs={"rollouts": args.rollouts, **{f"labels/{n}": d for n, d in zip(names, label_dirs, strict=True)}},
-            extra={"labelers": names},
-        )
-    timer.done(manifest)
+            log.info("%s: prm: %d rows, rejects %s", STAGE, manifests["prm"]["rows"], manifests["prm"]["rejects"])
+    timer.done(manifests["pairs"])
+
+
+def labeler_versions(rewards_dir: Path) -> dict[str, list[str]]:
+    """labeler -> the versions that scored rollouts (from `label_sources`, "labeler@version")."""
+    versions: dict[str, set[str]] = {}
+    for path in sorted(rewards_dir.glob("*.parquet")):
+        sources = pl.read_parquet(path, columns=["label_sources"])["label_sources"].explode().drop_nulls().unique()
+        for source in sources.to_list():
+            labeler, _, version = source.rpartition("@")
+            versions.setdefault(labeler, set()).add(version)
+    return {k: sorted(v) for k, v in sorted(versions.items())}
+
+
+def value_counts(directory: Path, column: str) -> dict[str, int]:
+    counts: Counter[str] = Counter()
+    for path in sorted(directory.glob("*.parquet")):
+        counts.update(pl.read_parquet(path, columns=[column])[column].to_list())
+    return dict(sorted(counts.items()))
 
 
 if __name__ == "__main__":

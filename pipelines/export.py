@@ -1,12 +1,17 @@
 """Stage `export`: every dataset config as Hub-layout Parquet shards plus a dataset card (export/).
 
-In: data/datasets/<config>/ (shards + `_manifest.json` naming the schema), models/policy/ (the policy fingerprint),
-dvc.lock when present. Out: export/README.md and export/data/<config>/<split>-0000i-of-0000N.parquet, nothing else,
-so the folder uploads to the Hub as is and `datasets.load_dataset("export", "pairs")` reads it locally.
+In: data/datasets/<config>/ (shards + `_manifest.json` naming the schema: pairs, prm, rl, sft; `_*` folders such as
+`_rewards/` are internal and not exported), models/policy/ (the policy fingerprint), data/labels/*/_manifest.json
+(labeler registry keys, versions and judge models; optional) and dvc.lock when present.
+Out: export/README.md and export/data/<config>/<split>-0000i-of-0000N.parquet, nothing else, so the folder uploads to
+the Hub as is and `datasets.load_dataset("export", "<config>")` reads it locally.
+
+A config whose shards hold a different number of rows than its manifest records fails the stage: the card's counts
+must be the rows the upstream stage wrote, nothing dropped silently.
 """
 
 import argparse
-import hashlib
+import dataclasses
 import logging
 import os
 import subprocess
@@ -20,7 +25,7 @@ import pyarrow.parquet as pq
 import yaml
 from apache_beam.io.filesystems import FileSystems
 
-from rewardmill.pipelines.config import canonical_json, load_section, params_hash
+from rewardmill.pipelines.config import load_section, params_hash
 from rewardmill.pipelines.stage import (
     StageTimer,
     atomic_output,
@@ -30,10 +35,18 @@ from rewardmill.pipelines.stage import (
     run_pipeline,
     setup_logging,
 )
-from rewardmill.transforms.export.card import Provenance, build_card
+from rewardmill.transforms.export.card import build_card
 from rewardmill.transforms.export.hub_layout import ConfigExport, check_config_name, spec_for, write_config
+from rewardmill.transforms.export.provenance import (
+    Provenance,
+    describe_backend,
+    judge_backends,
+    lock_digest,
+    stage_outs,
+    upstream_stages,
+)
 from rewardmill.transforms.io.parquet import list_shards, read_table
-from rewardmill.transforms.sampling.policy import read_policy_info
+from rewardmill.transforms.sampling.policy import FINGERPRINT_FILE, read_policy_info
 
 STAGE = "export"
 README = "README.md"
@@ -80,31 +93,64 @@ def git_commit(cwd: str | Path | None = None) -> str | None:
     return done.stdout.strip() if done.returncode == 0 and done.stdout.strip() else None
 
 
-def upstream_lock_digest(lock_path: str | Path, inputs: list[str | Path]) -> str | None:
-    """sha256 of the dvc.lock entries of the stages that produced `inputs`, transitively; None without any.
+def read_lock(lock_path: str | Path, inputs: list[str | Path]) -> dict[str, Any]:
+    """The dvc.lock entries of the stages that produced `inputs`, transitively ({} without a lock file).
 
-    Only the upstream entries count: hashing the whole file would include this stage's own entry (written after it
-    runs) and sibling stages', so a forced rerun with nothing changed would give a different card.
+    Only the upstream entries count: the whole file would include this stage's own entry (written after it runs) and
+    sibling stages', so a forced rerun with nothing changed would give a different card.
     """
     lock_path = Path(lock_path)
     if not lock_path.is_file():
-        return None
+        return {}
     stages = (yaml.safe_load(lock_path.read_text()) or {}).get("stages") or {}
     root = lock_path.resolve().parent
-    todo = [os.path.relpath(Path(p).resolve(), root) for p in inputs]
-    keep: dict[str, Any] = {}
-    while todo:
-        path = todo.pop()
-        for name, stage in sorted(stages.items()):
-            outs = [os.path.normpath(o.get("path", "")) for o in stage.get("outs") or []]
-            if name not in keep and any(_overlaps(out, path) for out in outs):
-                keep[name] = stage
-                todo += [os.path.normpath(d.get("path", "")) for d in stage.get("deps") or []]
-    return hashlib.sha256(canonical_json(dict(sorted(keep.items()))).encode()).hexdigest() if keep else None
+    return upstream_stages(stages, [os.path.relpath(Path(p).resolve(), root) for p in inputs])
 
 
-def _overlaps(a: str, b: str) -> bool:
-    return a == b or a.startswith(b + os.sep) or b.startswith(a + os.sep)
+def upstream_lock_digest(lock_path: str | Path, inputs: list[str | Path]) -> str | None:
+    """sha256 of the dvc.lock entries of the stages upstream of `inputs`; None without any."""
+    return lock_digest(read_lock(lock_path, inputs))
+
+
+def label_provenance(labels_dir: str | Path | None) -> tuple[tuple[tuple[str, str, str], ...], ...]:
+    """-> (judges, labelers) from data/labels/*/_manifest.json: (labeler, judge model, fingerprint or "") for every
+    model a model-based labeler calls, and (params key, registry key, version) for every labeler. Empty without the
+    folder; a label folder without a manifest is skipped (assemble already refuses unfinished label stages)."""
+    root = Path(labels_dir) if labels_dir else None
+    if root is None or not root.is_dir():
+        return (), ()
+    judges, labelers = [], []
+    for folder in sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith(("_", "."))):
+        try:
+            manifest = read_manifest(folder)
+        except FileNotFoundError:
+            log.warning("%s: no manifest; its labeler is left out of the card", folder)
+            continue
+        key = str(manifest.get("labeler") or "")
+        labelers.append((folder.name, key, str(manifest.get("labeler_version") or "")))
+        config = (manifest.get("params") or {}).get("config") or {}
+        for backend in judge_backends(config, _has_backend(key)):
+            judges.append((folder.name, describe_backend(backend), _model_fingerprint(backend)))
+    return tuple(judges), tuple(labelers)
+
+
+def _has_backend(key: str) -> bool:
+    """Whether the labeler's Config has a `backend` (it calls a model, by default the policy folder)."""
+    from rewardmill.transforms.labelers import get_labeler_class  # imports every built-in labeler: only here
+
+    try:
+        config = get_labeler_class(key).Config
+    except (KeyError, AttributeError, ImportError):  # an unknown or broken plugin: no model recorded, no failure
+        return False
+    return dataclasses.is_dataclass(config) and any(f.name == "backend" for f in dataclasses.fields(config))
+
+
+def _model_fingerprint(backend: dict[str, Any]) -> str:
+    """A local model folder's recorded fingerprint; "" for endpoints and hub ids (their name stands for them)."""
+    path = Path(backend["model"])
+    if backend["kind"] != "transformers" or not (path / FINGERPRINT_FILE).is_file():
+        return ""
+    return read_policy_info(path).fingerprint
 
 
 class _WriteConfig(beam.DoFn):
@@ -115,12 +161,19 @@ class _WriteConfig(beam.DoFn):
         self.out_dir = out_dir
         self.num_shards = num_shards
         self.schemas = {name: m["schema"] for name, m in manifests.items()}
+        self.rows = {name: m.get("rows") for name, m in manifests.items()}
 
     def process(self, config: str):
         spec = spec_for(self.schemas[config])
         shards = list_shards(FileSystems.join(self.datasets_dir, config))
         tables = [read_table(path, spec.schema) for path in shards]
         table = pa.concat_tables(tables) if tables else spec.schema.empty_table()
+        expected = self.rows[config]
+        if expected is not None and expected != table.num_rows:
+            raise ValueError(
+                f"{config}: the shards hold {table.num_rows} rows but its manifest records {expected}; "
+                "rerun the upstream stage (dvc repro assemble)"
+            )
         exported = write_config(table, config, spec, self.out_dir, self.num_shards)
         beam.metrics.Metrics.counter(STAGE, f"rows_{config}").inc(exported.num_rows)
         yield exported
@@ -173,6 +226,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--datasets", default="data/datasets")
     parser.add_argument("--model", default="models/policy")
     parser.add_argument("--out", default="export")
+    parser.add_argument("--labels", default=None, help="label stage outputs: labeler versions and judge models")
     parser.add_argument("--lock", default="dvc.lock", help="dvc.lock to record in the card's provenance, if present")
     parser.add_argument("--repo-id", default=None, help="Hub repo id for the card's loading snippet")
     args = parser.parse_args(argv)
@@ -180,11 +234,16 @@ def main(argv: list[str] | None = None) -> None:
     cfg = load_section(ExportConfig, STAGE)
     manifests = discover_configs(args.datasets)
     policy = read_policy_info(args.model)
+    lock = read_lock(args.lock, [args.datasets, args.model, *([args.labels] if args.labels else [])])
+    judges, labelers = label_provenance(args.labels)
     provenance = Provenance(
         params_hash=params_hash(cfg),
         git_commit=git_commit(),
         model={"name": policy.name, "source": policy.source, "fingerprint": policy.fingerprint},
-        dvc_lock=upstream_lock_digest(args.lock, [args.datasets, args.model]),
+        dvc_lock=lock_digest(lock),
+        stages=stage_outs(lock),
+        judges=judges,
+        labelers=labelers,
         inputs={"datasets": digest_path(args.datasets)},
     )
     timer = StageTimer(STAGE)

@@ -1,14 +1,18 @@
-"""Stage `validate`: Great Expectations suites on rollouts and every dataset; JSON reports and DVC metrics.
+"""Stage `validate`: Great Expectations suites on rollouts and every dataset; JSON reports, Data Docs, DVC metrics
+and plots.
 
-One Beam element per stage output folder (data/rollouts and each data/datasets/<name>/, pairs and, when assemble
-wrote it, prm): the DoFn runs the suite for the folder's manifest schema and writes reports/<name>.json. The driver
-then writes metrics/validate.json (with the step labels' statistics and agreement when --steps holds any) and exits
-non-zero, naming the dataset and the failed expectations, when any suite failed.
+One Beam element per target: data/rollouts, each data/datasets/<name>/ (pairs, rl, sft, prm: whatever assemble
+wrote), data/datasets/_rewards (report "rewards") and the cross-config split check over data/datasets (report
+"splits": no prompt in both train and test). The DoFn runs the suite for the folder's manifest schema and writes
+reports/<name>.json. The driver then builds the Data Docs site in reports/data_docs/ from every suite and result,
+writes metrics/validate.json (with the step labels' statistics and agreement when --steps holds any) and the plot
+data in --plots, and exits non-zero, naming the dataset and the failed expectations, when any suite failed.
 """
 
 import argparse
 import json
 import logging
+import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,15 +30,18 @@ from rewardmill.pipelines.stage import (
     setup_logging,
     write_json_atomic,
 )
-from rewardmill.schemas import PAIR_V1, PRM_V1
+from rewardmill.schemas import PAIR_V2, PRM_V1, REWARD_V1, RL_V1, SFT_V1
 from rewardmill.schemas.common import schema_id
-from rewardmill.transforms.validation.metrics import compute_metrics, subfolders
+from rewardmill.transforms.validation.dataset_metrics import kept_rewards
+from rewardmill.transforms.validation.folders import REWARDS, read_columns, subfolders
+from rewardmill.transforms.validation.metrics import compute_metrics
+from rewardmill.transforms.validation.plots import write_plots
+from rewardmill.transforms.validation.suites import SPLIT_CHECK
 
 STAGE = "validate"
-PAIR_SCHEMA = schema_id(PAIR_V1)
-# An empty PRM dataset passes: tiny or strict steps settings can reject every rollout (assemble counts why, and
-# metrics prm.<name>.rows shows it); the pair dataset's floor is params `validate.min_pairs`, every other folder's 1.
-PRM_MIN_ROWS = 0
+PAIR_SCHEMA = schema_id(PAIR_V2)
+DATA_DOCS = "data_docs"  # the Data Docs site, under --reports
+DOCS_INPUT = "_docs"  # each target's suite and result JSON, under --reports while the stage runs (then removed)
 
 log = logging.getLogger("rewardmill")
 
@@ -44,10 +51,26 @@ class ValidateConfig:
     """params `validate`."""
 
     min_pairs: int = 1  # fewer pairs than this in a pair dataset fails the stage (0 = an empty dataset passes)
+    min_rl_rows: int = 1  # fewer RL prompts than this fails the stage
+    min_sft_rows: int = 0  # fewer SFT rows than this fails the stage
 
     def __post_init__(self):
-        if self.min_pairs < 0:
-            raise ValueError("min_pairs must be >= 0")
+        for name in ("min_pairs", "min_rl_rows", "min_sft_rows"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must be >= 0")
+
+    def min_rows(self) -> dict[str, int]:
+        """Schema id -> the fewest rows that pass. An empty PRM dataset passes: tiny or strict steps settings can
+        reject every rollout (assemble counts why, and metrics prm.<name>.rows shows it); so do empty rewards and
+        split checks (their rows follow the rollouts and datasets, which have their own floors). Others: 1."""
+        return {
+            PAIR_SCHEMA: self.min_pairs,
+            schema_id(RL_V1): self.min_rl_rows,
+            schema_id(SFT_V1): self.min_sft_rows,
+            schema_id(PRM_V1): 0,
+            schema_id(REWARD_V1): 0,
+            SPLIT_CHECK: 0,
+        }
 
 
 @dataclass(frozen=True)
@@ -60,30 +83,36 @@ class Target:
 
 
 class ValidateDataset(beam.DoFn):
-    """Target -> report dict (dataset, schema, rows, success, statistics, expectations; see validation.runner)."""
+    """Target -> (report, docs): the report dict (dataset, schema, rows, success, statistics, expectations) and the
+    suite and result JSON for Data Docs (None when the folder could not be validated); see validation.runner."""
 
-    def __init__(self, min_pairs: int):
-        self.min_pairs = min_pairs
+    def __init__(self, min_rows: dict[str, int]):
+        self.min_rows = min_rows  # schema id -> floor; unlisted schemas: 1
 
     def process(self, target: Target):
-        from rewardmill.transforms.validation.runner import validate_folder  # imports Great Expectations lazily
+        from rewardmill.transforms.validation.runner import validate_target  # imports Great Expectations lazily
 
-        min_rows = {PAIR_SCHEMA: self.min_pairs, schema_id(PRM_V1): PRM_MIN_ROWS}.get(target.schema or "", 1)
-        report = validate_folder(target.directory, target.schema, dataset=target.name, min_rows=min_rows)
+        min_rows = self.min_rows.get(target.schema or "", 1)
+        report, docs = validate_target(target.directory, target.schema, dataset=target.name, min_rows=min_rows)
         beam.metrics.Metrics.counter(STAGE, "passed" if report["success"] else "failed").inc()
-        yield report
+        yield report, docs
 
 
 class WriteReport(beam.DoFn):
-    """report -> <reports>/<dataset>.json (sorted keys, no run ids or timestamps: same data, same bytes)."""
+    """(report, docs) -> <reports>/<dataset>.json (sorted keys, no run ids or timestamps: same data, same bytes) and
+    <reports>/_docs/<dataset>.json, which the driver turns into the Data Docs site."""
 
     def __init__(self, directory: str):
         self.directory = directory
 
-    def process(self, report: dict[str, Any]):
+    def process(self, element: tuple[dict[str, Any], dict[str, Any] | None]):
+        report, docs = element
         path = FileSystems.join(self.directory, f"{report['dataset']}.json")
         with FileSystems.create(path) as fh:
             fh.write(report_json(report).encode())
+        if docs is not None:
+            with FileSystems.create(FileSystems.join(self.directory, DOCS_INPUT, f"{report['dataset']}.json")) as fh:
+                fh.write(json.dumps(docs, sort_keys=True).encode())
         yield path
 
 
@@ -92,12 +121,17 @@ def report_json(report: dict[str, Any]) -> str:
 
 
 def targets(rollouts: str, datasets: str) -> list[Target]:
-    """Rollouts plus every dataset folder; a folder without a manifest fails here, before any work."""
+    """Rollouts, every dataset folder, _rewards (when assemble wrote it) and the split check; a folder without a
+    manifest fails here, before any work."""
     found = [Target("rollouts", rollouts, read_manifest(rollouts).get("schema"))]
     found += [Target(d.name, str(d), read_manifest(d).get("schema")) for d in subfolders(datasets)]
+    rewards = Path(datasets) / REWARDS
+    if rewards.is_dir():
+        found.append(Target("rewards", str(rewards), read_manifest(rewards).get("schema")))
+    found.append(Target("splits", datasets, SPLIT_CHECK))
     names = [t.name for t in found]
     if len(set(names)) != len(names):
-        raise SystemExit(f"{STAGE}: report names collide: {names} (a dataset named 'rollouts'?)")
+        raise SystemExit(f"{STAGE}: report names collide: {names} (a dataset named rollouts, rewards or splits?)")
     if not any(t.schema == PAIR_SCHEMA for t in found):
         raise SystemExit(f"{STAGE}: no {PAIR_SCHEMA} dataset under {datasets}; run the assemble stage first")
     return found
@@ -107,9 +141,29 @@ def build(p, cfg: ValidateConfig, found: list[Target], reports_dir: str) -> None
     _ = (
         p
         | "Folders" >> beam.Create(found)
-        | "Validate" >> beam.ParDo(ValidateDataset(cfg.min_pairs))
+        | "Validate" >> beam.ParDo(ValidateDataset(cfg.min_rows()))
         | "Write reports" >> beam.ParDo(WriteReport(reports_dir))
     )
+
+
+def build_data_docs(reports_dir: Path) -> None:
+    """reports/_docs/*.json -> the Data Docs site in reports/data_docs/; the inputs are removed afterwards."""
+    from rewardmill.transforms.validation.data_docs import build_site  # imports Great Expectations lazily
+
+    inputs = reports_dir / DOCS_INPUT
+    docs = [json.loads(p.read_text()) for p in sorted(inputs.glob("*.json"))] if inputs.is_dir() else []
+    build_site(docs, reports_dir / DATA_DOCS)
+    shutil.rmtree(inputs, ignore_errors=True)
+
+
+def plot_inputs(datasets: str) -> tuple[list[dict[str, Any]], list[float]]:
+    """The kept rollouts' (rollout_id, reward, n_tokens, correct) from _rewards (none when it is missing) and
+    every pair dataset's margins."""
+    rewards = Path(datasets) / REWARDS
+    points = kept_rewards(rewards) if rewards.is_dir() else []
+    pairs = [d for d in subfolders(datasets) if read_manifest(d).get("schema") == PAIR_SCHEMA]
+    margins = [m for d in pairs for m in read_columns(d, ["margin"]).column("margin").to_pylist() if m is not None]
+    return points, margins
 
 
 def failure_message(reports: list[dict[str, Any]], reports_dir: str) -> str | None:
@@ -124,7 +178,8 @@ def failure_message(reports: list[dict[str, Any]], reports_dir: str) -> str | No
         what = "could not be validated" if r.get("error") else f"failed {len(lines)} expectation(s)"
         where = Path(reports_dir) / f"{r['dataset']}.json"
         blocks.append(f"dataset '{r['dataset']}' {what} (see {where}):\n  " + "\n  ".join(lines))
-    return f"{STAGE}: validation failed\n" + "\n".join(blocks) if blocks else None
+    docs = Path(reports_dir) / DATA_DOCS / "index.html"
+    return f"{STAGE}: validation failed (Data Docs: {docs})\n" + "\n".join(blocks) if blocks else None
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -136,6 +191,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--datasets", default="data/datasets", help="folder holding one subfolder per dataset")
     parser.add_argument("--reports", default="reports")
     parser.add_argument("--metrics", default="metrics/validate.json")
+    parser.add_argument("--plots", default="plots", help="folder for the DVC plot data (CSV)")
     args = parser.parse_args(argv)
     setup_logging()
     cfg = load_section(ValidateConfig, STAGE)
@@ -148,6 +204,9 @@ def main(argv: list[str] | None = None) -> None:
     with atomic_output(args.reports) as tmp:
         run_pipeline(lambda p: build(p, cfg, found, str(tmp)), load_beam_config())
         reports = [json.loads((tmp / f"{t.name}.json").read_text()) for t in found]
+        build_data_docs(tmp)
+    with atomic_output(args.plots) as tmp:
+        write_plots(tmp, *plot_inputs(args.datasets))
     for r in reports:
         stats = r.get("statistics") or {}
         log.info(
@@ -167,7 +226,13 @@ def main(argv: list[str] | None = None) -> None:
     }
     write_json_atomic(args.metrics, metrics)
     log.info(
-        "%s: done in %.1fs: reports in %s, metrics in %s", STAGE, time.monotonic() - start, args.reports, args.metrics
+        "%s: done in %.1fs: reports and Data Docs (%s) in %s, metrics in %s, plots in %s",
+        STAGE,
+        time.monotonic() - start,
+        DATA_DOCS,
+        args.reports,
+        args.metrics,
+        args.plots,
     )
     message = failure_message(reports, args.reports)
     if message:

@@ -5,20 +5,38 @@ silently drop unknown keys. Bump the version suffix when a column changes meanin
 """
 
 from rewardmill.schemas.label import LABEL_V1
-from rewardmill.schemas.pair import PAIR_V1
+from rewardmill.schemas.pair import PAIR_V2
 from rewardmill.schemas.prompt import PROMPT_V1
 from rewardmill.schemas.reject import REJECT_V1
+from rewardmill.schemas.reward import REWARD_V1
+from rewardmill.schemas.rl import RL_V1
 from rewardmill.schemas.rollout import ROLLOUT_V2
+from rewardmill.schemas.sft import SFT_V1
 from rewardmill.schemas.step import PRM_V1, STEP_LABEL_V1
 
 SCHEMAS = {
     "prompt": PROMPT_V1,
     "rollout": ROLLOUT_V2,
     "label": LABEL_V1,
-    "pair": PAIR_V1,
+    "pair": PAIR_V2,
+    "reward": REWARD_V1,
+    "rl": RL_V1,
+    "sft": SFT_V1,
     "reject": REJECT_V1,
     "step_label": STEP_LABEL_V1,
     "prm": PRM_V1,
 }
 
-__all__ = ["LABEL_V1", "PAIR_V1", "PRM_V1", "PROMPT_V1", "REJECT_V1", "ROLLOUT_V2", "SCHEMAS", "STEP_LABEL_V1"]
+__all__ = [
+    "LABEL_V1",
+    "PAIR_V2",
+    "PRM_V1",
+    "PROMPT_V1",
+    "REJECT_V1",
+    "REWARD_V1",
+    "RL_V1",
+    "ROLLOUT_V2",
+    "SCHEMAS",
+    "SFT_V1",
+    "STEP_LABEL_V1",
+]

@@ -30,9 +30,21 @@ def tiny_params() -> dict:
     code.update(limit=2)
     params["rollouts"].update(n=3, max_new_tokens=24, batch_size=4)
     params["validate"]["min_pairs"] = 0
+    decontaminate = params["assemble"]["filters"]["decontaminate"]
+    decontaminate["files"] = [str(REPO / f) for f in decontaminate["files"]]  # tests run stages from other folders
     for entry in params.get("steps", {}).values():
         entry["max_rollouts"] = 3
         entry["config"].update(k=2, continuation={"max_new_tokens": 16, "batch_size": 4})
+    return params
+
+
+def only_labelers(params: dict, keys: tuple[str, ...]) -> dict:
+    """Keep the labelers `keys` in params, and only them in assemble's gates and weights (which must name labelers
+    params defines)."""
+    params["labelers"] = {key: params["labelers"][key] for key in keys}
+    aggregate = params["assemble"]["aggregate"]
+    aggregate["gates"] = [g for g in aggregate["gates"] if g in keys]
+    aggregate["weights"] = {k: w for k, w in aggregate["weights"].items() if k in keys}
     return params
 
 

@@ -49,9 +49,11 @@ def project(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("project")
     for name in ["dvc.yaml", ".dvcignore"]:
         shutil.copy(REPO / name, root / name)
-    for code in ["pipelines", "transforms", "schemas"]:  # stage deps (the code itself runs from the install)
+    for code in ["pipelines", "transforms", "schemas", "data/benchmarks"]:  # stage deps (code runs from the install)
         shutil.copytree(REPO / code, root / code, ignore=shutil.ignore_patterns("__pycache__"))
-    (root / "params.yaml").write_text(yaml.safe_dump(tiny_params(), sort_keys=False))
+    params = tiny_params()
+    params["assemble"]["filters"]["decontaminate"]["files"] = ["data/benchmarks/demo.jsonl"]  # the project's copy
+    (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     run(["git", "init", "-q"], root)
     run(["git", "config", "user.email", "ci@example.com"], root)
     run(["git", "config", "user.name", "ci"], root)
@@ -73,6 +75,9 @@ def test_repro_builds_every_output(project):
         "data/labels/appeal",
         "data/labels/panel",
         "data/datasets/pairs",
+        "data/datasets/rl",
+        "data/datasets/sft",
+        "data/datasets/_rewards",
         "data/steps/mc",
         "data/steps/binary_search",
         "data/datasets/prm",
@@ -126,17 +131,32 @@ def test_step_labels_become_prm_rows_that_load_with_datasets(project):
         assert all(len(r["labels"]) == len(r["completions"]) and isinstance(r["prompt"], str) for r in loaded)
 
 
-def test_every_prompt_is_paired_or_rejected_with_a_reason(project):
-    pairs_dir = project / "data/datasets/pairs"
-    pairs = read_rows(str(pairs_dir))
-    rejects = read_rows(str(pairs_dir / "_rejects"))
+def test_every_input_is_used_or_rejected_with_a_reason(project):
+    datasets = project / "data/datasets"
     prompt_ids = {p["prompt_id"] for p in read_rows(str(project / "data/prompts"))}
-    paired = {p["prompt_id"] for p in pairs}
-    prompt_level = {r["row_id"] for r in rejects if r["reason"] in ("tie", "too_few_scored", "below_min_margin")}
-    assert paired | prompt_level == prompt_ids and not paired & prompt_level
+    n_rollouts = len(read_rows(str(project / "data/rollouts")))
+    # rollouts: each is kept or rejected (status = the reason) and counted
+    rewards = read_rows(str(datasets / "_rewards"))
+    rollout_rejects = [r for r in read_rows(str(datasets / "_rewards/_rejects")) if r["reason"] != "orphan_label"]
+    assert len(rewards) == n_rollouts
+    assert sum(r["status"] == "kept" for r in rewards) + len(rollout_rejects) == n_rollouts
+    # pairs: for every strategy, each prompt has a pair of it, a pair the pair filters dropped, or a reason
+    pairs = read_rows(str(datasets / "pairs"))
+    rejects = read_rows(str(datasets / "pairs/_rejects"))
+    for strategy in tiny_params()["assemble"]["pairs"]["strategies"]:
+        paired = {p["prompt_id"] for p in pairs if p["pair_type"] == strategy}
+        no_pair = {r["row_id"].rsplit("/", 1)[0] for r in rejects if r["row_id"].endswith("/" + strategy)}
+        dropped = {
+            json.loads(r["payload"])["prompt_id"] for r in rejects if r["payload"] and r["detail"].startswith(strategy)
+        }
+        repeated = prompt_ids - paired - no_pair - dropped  # chosen by an earlier strategy already: in pairs once
+        assert not paired & no_pair and repeated <= {p["prompt_id"] for p in pairs}, strategy
     for p in pairs:
         assert p["chosen"] != p["rejected"] and p["margin"] > 0
         assert p["chosen"][0]["role"] == "assistant" and p["prompt"][-1]["role"] == "user"
+    # rl: one row per prompt unless a prompt filter flagged it
+    rl = read_rows(str(datasets / "rl"))
+    assert len(rl) + len(read_rows(str(datasets / "rl/_rejects"))) == len(prompt_ids)
 
 
 def test_second_repro_is_a_noop_and_status_clean(project):

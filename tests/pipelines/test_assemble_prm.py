@@ -18,7 +18,7 @@ from rewardmill.schemas import LABEL_V1, PRM_V1, REJECT_V1, ROLLOUT_V2, STEP_LAB
 from rewardmill.schemas.common import schema_id
 from rewardmill.transforms.io.parquet import read_rows, read_table, rows_to_table, write_table
 from rewardmill.transforms.steps.segment import segment
-from tests.conftest import tiny_params
+from tests.conftest import only_labelers, tiny_params
 
 MSG = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "What is x + x?"}]
 
@@ -143,8 +143,8 @@ def project(tmp_path, monkeypatch):
 
 
 def params(steps: dict | None, **assemble_params) -> dict:
-    p = tiny_params()
-    p["labelers"] = {"math_answer": p["labelers"]["math_answer"]}
+    p = only_labelers(tiny_params(), ("math_answer",))
+    p["assemble"]["filters"]["dedup"].update(exact=False, near_threshold=None)  # both prompts share MSG on purpose
     p["assemble"].update(assemble_params)
     p.pop("steps", None)
     if steps is not None:
@@ -208,6 +208,7 @@ def test_prm_rows_rejects_and_manifest(project, params_file):
     assert manifest["step_labelers"] == ["judge_steps", "mc_steps"]
     assert sorted(manifest["inputs"]) == ["rollouts", "steps/judge_steps", "steps/mc_steps"]
     assert manifest["params"]["prm_truncate_after_error"] is True
+    assert manifest["step_methods"] == {"judge_steps": None, "mc_steps": None}  # no `config.method` in these params
     # the pairs are built as before, beside the PRM rows
     pairs = read_rows(str(out / "pairs"))
     assert sorted((p["chosen_rollout_id"], p["rejected_rollout_id"]) for p in pairs) == [
@@ -232,7 +233,7 @@ def test_no_steps_section_writes_no_prm_and_the_same_pairs(project, params_file)
     for steps in (None, {}):  # section absent, section empty
         params_file(params(steps))
         out = run_assemble("b/datasets")
-        assert sorted(p.name for p in out.iterdir()) == ["pairs"]
+        assert sorted(p.name for p in out.iterdir()) == ["_rewards", "pairs", "rl", "sft"]
         assert digests(out / "pairs") == with_steps  # shards, rejects and manifest byte for byte
 
 

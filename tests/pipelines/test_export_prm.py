@@ -1,44 +1,20 @@
 """export of a `prm` config (PRM_V1) beside `pairs`: Hub layout, card, offline load_dataset, byte-identical reruns."""
 
-import json
 import re
 
-import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from rewardmill.schemas import PAIR_V1, PRM_V1
+from rewardmill.schemas import PAIR_V2, PRM_V1
 from rewardmill.transforms.export.hub_layout import plan_shards, spec_for, to_table
 from tests.pipelines import test_export as export_tests
+from tests.transforms.export.rows import prm
 
 # The export tests' fixtures: a project with an assembled `pairs` config (num_shards 2), and no network.
 project = export_tests.project
 offline = export_tests.offline
 
 SHARD = re.compile(r"^data/prm/(train|test)-\d{5}-of-\d{5}\.parquet$")
-
-
-def prm(i: int, labeler: str, split: str) -> dict:
-    """A PRM_V1 row of rollout r<i>; rollout ids repeat across labelers, so only (labeler, rollout_id) is unique."""
-    n = 1 + i % 3
-    first_error = -1 if i % 2 else n - 1
-    labels = [first_error < 0 or k < first_error for k in range(n)]
-    return {
-        "prompt_id": f"q{i}",
-        "rollout_id": f"r{i:02d}",
-        "prompt": f"What is {i} + {i}?",
-        "completions": [f"step {k} of r{i}" for k in range(n)],
-        "labels": labels,
-        "soft_labels": [1.0 if label else 0.0 for label in labels] if labeler == "mc_steps" else [None] * n,
-        "first_error_step": first_error,
-        "method": "mc" if labeler == "mc_steps" else "judge",
-        "labeler": labeler,
-        "min_score": float(all(labels)),
-        "last_score": float(labels[-1]),
-        "task": "math",
-        "split": split,
-    }
 
 
 # 6 rollouts, each labelled by both steps labelers: 8 train rows, 4 test rows.
@@ -48,20 +24,15 @@ ROWS = [prm(i, labeler, "test" if i % 3 == 0 else "train") for i in range(6) for
 @pytest.fixture
 def prm_project(project):
     """The export tests' project (pairs, policy, params with num_shards 2) plus a `prm` config in 2 input shards."""
-    folder = project / "data/datasets/prm"
-    (folder / "_rejects").mkdir(parents=True)
-    for k, part in enumerate((ROWS[:5], ROWS[5:])):
-        pq.write_table(pa.Table.from_pylist(part, schema=PRM_V1), folder / f"part-{k:05d}-of-00002.parquet")
-    manifest = {
-        "stage": "assemble",
-        "schema": "prm_v1",
-        "rows": len(ROWS),
-        "rejects": {"orphan_step_label": 1},
-        "params_hash": "8" * 64,
-        "params": {},
-        "step_labelers": ["judge", "mc_steps"],
-    }
-    (folder / "_manifest.json").write_text(json.dumps(manifest))
+    export_tests.write_config_folder(
+        project / "data/datasets/prm",
+        PRM_V1,
+        ROWS,
+        rejects={"orphan_step_label": 1},
+        params_hash="8" * 64,
+        step_labelers=["judge", "mc_steps"],
+        step_methods={"judge": "judge", "mc_steps": "mc"},
+    )
     return project
 
 
@@ -102,9 +73,11 @@ def test_prm_exports_beside_pairs_and_loads_offline(prm_project, offline):
     ]
     info = {i["config_name"]: i for i in meta["dataset_info"]}
     assert [(s["name"], s["num_examples"]) for s in info["prm"]["splits"]] == [("train", 8), ("test", 4)]
-    assert "- `prm`: Process-reward rows in TRL's stepwise-supervision format" in card
-    assert "Rows of `prm` dropped upstream, by reason: orphan_step_label: 1." in card
-    assert "| `prm` | `mc_steps` |" in card  # the step labelers are listed under Labels
+    assert "- `prm` (12 rows: train 8, test 4): Process-reward rows in TRL's stepwise-supervision format" in card
+    assert "| `prm` | `orphan_step_label` | 1 |" in card  # rejects by reason
+    assert "| `prm` | `mc_steps` | - | mc | 6 |" in card  # the step labelers with their method, under Label methods
+    assert "| `prm` | `judge` | - | judge | 6 |" in card
+    assert "### `prm`: PRMTrainer" in card and "from trl.experimental.prm import PRMConfig, PRMTrainer" in card
     # prm's own column docs, not the pairs' (where `prompt` is a list of messages)
     assert "| `prompt` | `string` | the prompt's last user message as a plain string" in card
     assert "| `labels` | `list<bool>` | per step: True before the first wrong step" in card
@@ -129,7 +102,7 @@ def test_prm_rows_must_be_unique_per_labeler_and_rollout():
 
 
 def test_pairs_spec_is_unchanged():
-    assert spec_for("pair_v1").id_column == "pair_id" and spec_for("pair_v1").schema == PAIR_V1
+    assert spec_for("pair_v2").id_column == "pair_id" and spec_for("pair_v2").schema == PAIR_V2
 
 
 def test_export_without_prm_has_no_prm_files(project):

@@ -10,9 +10,7 @@ from rewardmill.pipelines.stage import count_rejects
 from rewardmill.schemas import ROLLOUT_V2
 from rewardmill.transforms.io.parquet import read_rows, rows_to_table, write_table
 from rewardmill.transforms.labelers.math_answer import MathAnswerVerifier
-from tests.conftest import tiny_params
-
-MSG = [{"role": "user", "content": "What is 2 + 2?"}]
+from tests.conftest import only_labelers, tiny_params
 
 
 def rollout(prompt_id: str, index: int, completion: str, reference: str | None = "4", finish: str = "stop") -> dict:
@@ -20,7 +18,7 @@ def rollout(prompt_id: str, index: int, completion: str, reference: str | None =
         "rollout_id": f"{prompt_id}-r{index}",
         "prompt_id": prompt_id,
         "task": "math",
-        "messages": MSG,
+        "messages": [{"role": "user", "content": f"Prompt {prompt_id}: what is 2 + 2?"}],  # not duplicates
         "reference": reference,
         "tests": None,
         "constraints": None,
@@ -57,8 +55,7 @@ def rollouts_dir(tmp_path):
 
 
 def test_label_then_assemble(tmp_path, params_file, rollouts_dir):
-    params = tiny_params()
-    params["labelers"] = {key: params["labelers"][key] for key in ("math_answer", "code_tests")}  # the rule verifiers
+    params = only_labelers(tiny_params(), ("math_answer", "code_tests"))  # the rule verifiers
     params.pop("steps")  # pairs only (tests/pipelines/test_assemble_prm.py covers the PRM output)
     params_file(params)
     labels_dir = tmp_path / "data/labels"
@@ -77,12 +74,36 @@ def test_label_then_assemble(tmp_path, params_file, rollouts_dir):
     out = tmp_path / "data/datasets"
     assemble.main(["--rollouts", str(rollouts_dir), "--labels", str(labels_dir), "--out", str(out)])
     pairs = read_rows(str(out / "pairs"))
-    assert [(p["prompt_id"], p["chosen_rollout_id"], p["rejected_rollout_id"]) for p in pairs] == [
-        ("p1", "p1-r0", "p1-r1")  # tie between r0 and r2 at the top broken by the lower rollout_id
+    assert sorted((p["pair_type"], p["chosen_rollout_id"], p["rejected_rollout_id"]) for p in pairs) == [
+        ("best_vs_worst", "p1-r0", "p1-r1"),  # tie between r0 and r2 at the top broken by the lower rollout_id
+        ("correct_vs_incorrect", "p1-r2", "p1-r1"),  # (r0, r1) is best_vs_worst's already: kept once
     ]
     assert pairs[0]["label_sources"] == [f"math_answer@{MathAnswerVerifier.version}"] and pairs[0]["margin"] == 1.0
-    assert count_rejects(out / "pairs") == {"missing_score": 2, "tie": 1, "too_few_scored": 1}
-    assert json.loads((out / "pairs/_manifest.json").read_text())["rows"] == 1
+    assert pairs[0]["chosen_correct"] is True and pairs[0]["rejected_correct"] is False
+    # every prompt without a pair of a strategy says why, per strategy
+    assert sorted((r["row_id"], r["reason"]) for r in read_rows(str(out / "pairs/_rejects"))) == [
+        ("p2/best_vs_worst", "tie"),
+        ("p2/correct_vs_incorrect", "tie"),  # the shared reasons come before the strategy's own
+        ("p3/best_vs_worst", "too_few_scored"),  # no reference: nothing scored
+        ("p3/correct_vs_incorrect", "too_few_scored"),
+    ]
+    assert count_rejects(out / "_rewards") == {"missing_score": 2}
+    manifest = json.loads((out / "pairs/_manifest.json").read_text())
+    assert manifest["rows"] == 2 and manifest["pair_types"] == {"best_vs_worst": 1, "correct_vs_incorrect": 1}
+    assert manifest["counts"]["rollouts"] == len(ROLLOUTS) and manifest["counts"]["pairs_repeated"] == 1
+    assert manifest["labeler_versions"] == {"math_answer": [MathAnswerVerifier.version]}
+    rl = {r["prompt_id"]: r for r in read_rows(str(out / "rl"))}
+    assert (rl["p1"]["pass_rate"], rl["p2"]["difficulty"], rl["p3"]["difficulty"]) == (2 / 3, "unsolved", "unverified")
+    assert [r["rollout_id"] for r in read_rows(str(out / "sft"))] == ["p1-r0"]
+
+
+def test_gates_must_name_defined_labelers(tmp_path, params_file, rollouts_dir):
+    params = only_labelers(tiny_params(), ("math_answer",))
+    params["assemble"]["aggregate"]["weights"] = {"math_judge": 1.0}  # no such labeler in params
+    params_file(params)
+    with pytest.raises(ConfigError, match="math_judge"):
+        assemble.main(["--rollouts", str(rollouts_dir), "--labels", str(tmp_path / "l"), "--out", str(tmp_path / "o")])
+    assert not (tmp_path / "o").exists()
 
 
 def test_unknown_labeler_config_key_fails_before_work(tmp_path, params_file, rollouts_dir):

@@ -8,7 +8,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import rewardmill.schemas as schemas
-from rewardmill.schemas import PAIR_V1, SCHEMAS
+from rewardmill.schemas import PAIR_V2, SCHEMAS
 from rewardmill.schemas.common import MESSAGES, schema_id, versioned
 
 
@@ -21,7 +21,7 @@ def test_schema_is_versioned(name):
 
 @pytest.mark.parametrize("constant", [c for c in schemas.__all__ if re.fullmatch(r"[A-Z]+_V\d+", c)])
 def test_constant_name_matches_metadata(constant):
-    # PAIR_V1 carries pair_v1: the Python name and the on-disk id cannot drift apart
+    # PAIR_V2 carries pair_v2: the Python name and the on-disk id cannot drift apart
     assert schema_id(getattr(schemas, constant)) == constant.lower()
 
 
@@ -74,7 +74,7 @@ def test_metadata_survives_parquet(name):
     ],
 )
 def test_pair_has_trl_conversational_columns(column, nullable):
-    field = PAIR_V1.field(column)
+    field = PAIR_V2.field(column)
     assert field.type == MESSAGES  # list of struct{role: string, content: string}
     assert pa.types.is_list(field.type) and pa.types.is_struct(field.type.value_type)
     assert [f.name for f in field.type.value_type] == ["role", "content"]
@@ -84,12 +84,12 @@ def test_pair_has_trl_conversational_columns(column, nullable):
 
 def test_pair_has_trl_margin():
     # RewardTrainer's optional margin column: a float per row
-    field = PAIR_V1.field("margin")
+    field = PAIR_V2.field("margin")
     assert pa.types.is_floating(field.type) and not field.nullable
 
 
 def test_pair_row_round_trips_as_conversation():
-    row = {name: None for name in PAIR_V1.names}
+    row = {name: None for name in PAIR_V2.names}
     row.update(
         pair_id="x",
         prompt_id="p",
@@ -106,11 +106,15 @@ def test_pair_row_round_trips_as_conversation():
         rejected_rollout_id="b",
         chosen_n_tokens=1,
         rejected_n_tokens=1,
+        chosen_correct=True,
+        rejected_correct=None,
+        scores_chosen=[{"name": "math/correctness", "score": 1.0}],
+        scores_rejected=[{"name": "math/correctness", "score": None}],
         label_sources=["math@1"],
         task="math",
         split="train",
     )
-    assert pa.Table.from_pylist([row], schema=PAIR_V1).to_pylist() == [row]
+    assert pa.Table.from_pylist([row], schema=PAIR_V2).to_pylist() == [row]
 
 
 @pytest.mark.parametrize(
@@ -127,10 +131,10 @@ def test_pair_row_round_trips_as_conversation():
     ],
 )
 def test_pair_schema_rejects_wrong_types(column, value):
-    row = {name: None for name in PAIR_V1.names}
+    row = {name: None for name in PAIR_V2.names}
     row[column] = value
     with pytest.raises((pa.ArrowInvalid, pa.ArrowTypeError)):
-        pa.Table.from_pylist([row], schema=PAIR_V1)
+        pa.Table.from_pylist([row], schema=PAIR_V2)
 
 
 @pytest.mark.parametrize(
@@ -143,4 +147,24 @@ def test_pair_schema_rejects_wrong_types(column, value):
     ],
 )
 def test_messages_columns_share_the_pair_type(name, column):
-    assert SCHEMAS[name].field(column).type == PAIR_V1.field("prompt").type
+    assert SCHEMAS[name].field(column).type == PAIR_V2.field("prompt").type
+
+
+@pytest.mark.parametrize(
+    "name, columns",
+    [
+        # TRL's SFTTrainer: conversational prompt-completion
+        ("sft", ("prompt", "completion")),
+        # TRL's GRPOTrainer reads `prompt`; the rest reach reward functions as keyword arguments
+        ("rl", ("prompt",)),
+    ],
+)
+def test_rl_and_sft_use_trl_conversational_columns(name, columns):
+    for column in columns:
+        assert SCHEMAS[name].field(column).type == MESSAGES and not SCHEMAS[name].field(column).nullable
+
+
+def test_score_vectors_are_shared():
+    # the same named score vector type everywhere it appears
+    vector = SCHEMAS["pair"].field("scores_chosen").type
+    assert SCHEMAS["sft"].field("scores").type == vector == SCHEMAS["reward"].field("scores").type

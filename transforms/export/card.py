@@ -1,61 +1,52 @@
 """Build the dataset card (README.md) of an export: YAML front matter that the Hub and `datasets` read, and a body.
 
-In: the `ConfigExport` summaries hub_layout wrote, the card fields from params, the upstream manifests and the
-provenance the driver gathered. Out: the README text. Pure (no I/O, no clock): the same export gives the same bytes.
+In: the `ConfigExport` summaries hub_layout wrote (splits, label sources, statistics of the rows), the card fields
+from params, each config's upstream `_manifest.json` and the provenance the driver gathered. Out: the README text.
+Pure (no I/O, no clock): the same export gives the same bytes.
 
 The front matter's `configs` maps each config/split to its shard glob, which is what `load_dataset(folder, config)`
 reads; `dataset_info` declares the features and each split's row count, which `datasets` checks when loading.
+
+Body: an intro naming each config; configs and splits; rows rejected upstream; label methods; pair types;
+statistics; one schema table per config; loading; training with TRL per config; provenance.
+
+Upstream manifest keys read (all optional): `rejects` {reason: rows}, `labelers` [name], `labeler_versions`
+{labeler: version or [versions]}, `pair_types` {type: rows}, `step_labelers` [name], `step_methods` {name: method},
+`params_hash`, `inputs` {name: sha256}.
 """
 
-from dataclasses import dataclass, field
+import keyword
 from typing import Any
 
 import datasets
 import pyarrow as pa
 import yaml
 
-from rewardmill.schemas import PAIR_V1
 from rewardmill.schemas.common import MESSAGES, schema_id
 from rewardmill.transforms.export.hub_layout import ConfigExport
+from rewardmill.transforms.export.markdown import table
+from rewardmill.transforms.export.provenance import Provenance, provenance_section
+from rewardmill.transforms.export.trainers import training_section
 
-TAGS = ("rlhf", "dpo", "reward-model", "preference")
+__all__ = ["Provenance", "build_card", "front_matter", "parse_source", "size_category", "type_name"]
+
 TASK_CATEGORIES = ("text-generation",)
-DEFAULT_CONFIG = "pairs"  # what `load_dataset(repo)` loads without a config name
-SIZE_CATEGORIES = ((1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"), (1_000_000, "100K<n<1M"),
-                   (10_000_000, "1M<n<10M"), (100_000_000, "10M<n<100M"))
-
-# Column descriptions for the schema table; a field's own `description` metadata, when set, takes precedence.
-COLUMN_DOCS = {
-    "pair_id": "sha256 of the prompt id and both rollout ids; unique per row",
-    "prompt_id": "sha256 of the canonical prompt messages",
-    "prompt": "the conversation before the answer (user turns), as `{role, content}` messages",
-    "chosen": "the preferred assistant turn(s), as `{role, content}` messages",
-    "rejected": "the dispreferred assistant turn(s), as `{role, content}` messages",
-    "score_chosen": "aggregated reward of the chosen completion",
-    "score_rejected": "aggregated reward of the rejected completion",
-    "margin": "score gap between chosen and rejected; RewardTrainer's optional margin column",
-    "confidence": "confidence of the labels behind the pair, in [0, 1]",
-    "agreement": "share of labelers whose scores order the pair the same way",
-    "pair_type": "how the pair was formed (e.g. best_vs_worst)",
-    "chosen_rollout_id": "rollout id of the chosen completion (lineage)",
-    "rejected_rollout_id": "rollout id of the rejected completion (lineage)",
-    "chosen_n_tokens": "length of the chosen completion in policy tokens",
-    "rejected_n_tokens": "length of the rejected completion in policy tokens",
-    "label_sources": "`labeler@version` of every labeler that scored the pair",
-    "task": "task family of the prompt (math, code, instruction, open, ...)",
-    "split": "the split the row belongs to",
+TAGS = ("rlhf", "reward-model")
+KIND_TAGS = {  # added for each kind of config present, in this order
+    "preference": ("dpo", "preference"),
+    "stepwise": ("process-reward-model", "prm"),
+    "prompt_only": ("grpo", "rl"),
+    "prompt_completion": ("sft", "rejection-sampling"),
 }
-
-
-@dataclass(frozen=True)
-class Provenance:
-    """Where an export came from; every value is passed in by the driver. None = not available."""
-
-    params_hash: str  # sha256 of the export params
-    git_commit: str | None = None
-    model: dict[str, str] | None = None  # the policy: {name, source, fingerprint}
-    dvc_lock: str | None = None  # sha256 of the dvc.lock entries of the stages upstream of the export
-    inputs: dict[str, str] = field(default_factory=dict)  # input name -> sha256 of its files
+DEFAULT_CONFIG = "pairs"  # what `load_dataset(repo)` loads without a config name (else the first config)
+SIZE_CATEGORIES = (
+    (1_000, "n<1K"),
+    (10_000, "1K<n<10K"),
+    (100_000, "10K<n<100K"),
+    (1_000_000, "100K<n<1M"),
+    (10_000_000, "1M<n<10M"),
+    (100_000_000, "10M<n<100M"),
+)
 
 
 def build_card(
@@ -67,18 +58,23 @@ def build_card(
     manifests: dict[str, dict[str, Any]] | None = None,
     repo_id: str | None = None,
 ) -> str:
-    """-> README.md text. `manifests` maps a config to its upstream `_manifest.json`; `repo_id` goes in the snippet."""
+    """-> README.md text. `manifests` maps a config to its upstream `_manifest.json`; `repo_id` goes in snippets."""
     configs = sorted(configs, key=lambda c: c.name)
-    manifests = manifests or {}
-    front = yaml.safe_dump(front_matter(configs, pretty_name, license), sort_keys=False, allow_unicode=True,
-                           width=4096)
+    manifests = {c.name: (manifests or {}).get(c.name) or {} for c in configs}
+    front = yaml.safe_dump(
+        front_matter(configs, pretty_name, license), sort_keys=False, allow_unicode=True, width=4096
+    )
     sections = [
         _intro(pretty_name, configs, provenance),
-        _counts(configs, manifests),
+        _counts(configs),
+        _rejects(configs, manifests),
+        _label_methods(configs, manifests, provenance),
+        _pair_types(configs, manifests),
+        _statistics(configs),
         *(_schema(c) for c in configs if c.splits),
-        _labels(configs),
         _loading(configs, repo_id),
-        _provenance(configs, provenance, manifests),
+        _training(configs, repo_id),
+        provenance_section(provenance, license, manifests),
     ]
     return f"---\n{front}---\n\n" + "\n\n".join(s for s in sections if s) + "\n"
 
@@ -86,16 +82,18 @@ def build_card(
 def front_matter(configs: list[ConfigExport], pretty_name: str, license: str) -> dict[str, Any]:
     """The card's YAML metadata; configs without rows are left out (the Hub cannot load a config with no files)."""
     exported = [c for c in sorted(configs, key=lambda c: c.name) if c.splits]
+    default = default_config(exported)
+    kinds = {c.kind for c in exported}
     return {
         "license": license,
         "pretty_name": pretty_name,
         "task_categories": list(TASK_CATEGORIES),
-        "tags": list(TAGS),
+        "tags": [*TAGS, *(t for kind, tags in KIND_TAGS.items() if kind in kinds for t in tags)],
         "size_categories": [size_category(sum(c.num_rows for c in configs))],
         "configs": [
             {
                 "config_name": c.name,
-                **({"default": True} if c.name == DEFAULT_CONFIG else {}),
+                **({"default": True} if c.name == default else {}),
                 "data_files": [{"split": s.name, "path": s.pattern(c.name)} for s in c.splits],
             }
             for c in exported
@@ -111,6 +109,11 @@ def front_matter(configs: list[ConfigExport], pretty_name: str, license: str) ->
             for c in exported
         ],
     }
+
+
+def default_config(exported: list[ConfigExport]) -> str | None:
+    names = [c.name for c in exported]
+    return DEFAULT_CONFIG if DEFAULT_CONFIG in names else (names[0] if names else None)
 
 
 def features_yaml(schema: pa.Schema) -> list[dict[str, Any]]:
@@ -138,7 +141,7 @@ def type_name(dtype: pa.DataType) -> str:
 
 def describe(column: pa.Field) -> str:
     own = (column.metadata or {}).get(b"description")
-    return own.decode() if own else COLUMN_DOCS.get(column.name, "")
+    return own.decode() if own else ""
 
 
 def parse_source(source: str) -> tuple[str, str]:
@@ -147,112 +150,190 @@ def parse_source(source: str) -> tuple[str, str]:
     return (name, version) if at else (source, "")
 
 
-def _cell(value: Any) -> str:
-    return str(value).replace("|", "\\|").replace("\n", " ")
-
-
-def _table(header: list[str], rows: list[list[Any]]) -> str:
-    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-    lines += ["| " + " | ".join(_cell(v) for v in row) + " |" for row in rows]
-    return "\n".join(lines)
-
-
 def _intro(pretty_name: str, configs: list[ConfigExport], provenance: Provenance) -> str:
     policy = (provenance.model or {}).get("name")
     lines = [
         f"# {pretty_name}",
         "",
-        "Built with rewardmill: prompts are sampled on-policy"
-        + (f" from `{policy}`" if policy else "")
-        + ", every sample is scored by the labelers listed under *Labels*, and the scored samples are aggregated, "
-        "filtered by confidence and agreement, and paired. Each config below is one dataset.",
+        "Built with rewardmill from the policy's own samples"
+        + (f" (`{policy}`)" if policy else "")
+        + ": every sample is scored by the labelers under *Label methods*, the scores are aggregated into one reward "
+        "per sample, and each config below is built from the scored samples. Load one with "
+        "`load_dataset(<this repo>, <config>)`.",
+        "",
     ]
-    lines += ["", *(f"- `{c.name}`: {c.description}" for c in configs)]
+    for c in configs:
+        splits = ", ".join(f"{s.name} {s.num_rows}" for s in c.splits) or "no rows"
+        lines.append(f"- `{c.name}` ({c.num_rows} rows: {splits}): {c.description}")
     return "\n".join(lines)
 
 
-def _counts(configs: list[ConfigExport], manifests: dict[str, dict[str, Any]]) -> str:
+def _counts(configs: list[ConfigExport]) -> str:
     rows = [[f"`{c.name}`", f"`{s.name}`", s.num_rows, len(s.files)] for c in configs for s in c.splits]
     rows += [[f"`{c.name}`", "(none)", 0, 0] for c in configs if not c.splits]
-    lines = ["## Configs and splits", "", _table(["config", "split", "rows", "files"], rows)]
+    return "\n".join(["## Configs and splits", "", table(["config", "split", "rows", "files"], rows)])
+
+
+def _rejects(configs: list[ConfigExport], manifests: dict[str, dict[str, Any]]) -> str:
+    rows = [
+        [f"`{c.name}`", f"`{reason}`", n]
+        for c in configs
+        for reason, n in sorted((manifests[c.name].get("rejects") or {}).items())
+    ]
+    if not rows:
+        return ""
+    return "\n".join(
+        [
+            "## Rejected upstream",
+            "",
+            "Rows the assemble stage could not use, by reason (counted, never dropped silently; the "
+            "rejected rows themselves stay in the pipeline's `_rejects/` folders and are not exported).",
+            "",
+            table(["config", "reason", "rows"], rows),
+        ]
+    )
+
+
+def _label_methods(configs: list[ConfigExport], manifests: dict[str, dict[str, Any]], provenance: Provenance) -> str:
+    """One row per (config, labeler, version): versions from the rows' `label_sources`, else from the manifest's
+    `labeler_versions`, else from the label stage's manifest; methods from prm's `step_methods`, else the labeler's
+    registry key; rows = rows the labeler scored ("-" where a config does not record it per row, e.g. rl)."""
+    label_stages = {key: (labeler, version) for key, labeler, version in provenance.labelers}
+    rows = []
     for c in configs:
-        rejects = manifests.get(c.name, {}).get("rejects") or {}
-        if rejects:
-            dropped = ", ".join(f"{reason}: {n}" for reason, n in sorted(rejects.items()))
-            lines += ["", f"Rows of `{c.name}` dropped upstream, by reason: {dropped}."]
-    return "\n".join(lines)
+        manifest = manifests[c.name]
+        # Steps labelers are params `steps` keys, a namespace apart from the label stages' `labelers` keys.
+        registry = {} if c.kind == "stepwise" else label_stages
+        versions = {
+            **{k: v for k, (_, v) in registry.items()},
+            **{k: join_versions(v) for k, v in (manifest.get("labeler_versions") or {}).items()},
+        }
+        methods = manifest.get("step_methods") or {}
+        scored: dict[tuple[str, str], int | None] = {}
+        for source, n in c.label_sources:
+            name, version = parse_source(source)
+            scored[(name, version or str(versions.get(name) or ""))] = n
+        named = {*(manifest.get("labelers") or ()), *(manifest.get("step_labelers") or ())}
+        for name in sorted(named - {name for name, _ in scored}):
+            scored[(name, str(versions.get(name) or ""))] = None  # named by the manifest, not recorded per row
+        unknown = "-" if c.kind == "stepwise" else "(unversioned)"  # steps labels carry a method, not a version
+        for (name, version), n in sorted(scored.items()):
+            method = methods.get(name) or registry.get(name, ("", ""))[0] or "-"
+            rows.append([f"`{c.name}`", f"`{name}`", version or unknown, method, "-" if n is None else n])
+    if not rows:
+        return ""
+    return "\n".join(
+        [
+            "## Label methods",
+            "",
+            "The labelers behind each config, their versions (a version changes when a labeler's results "
+            "can change), how they label (registry key, or the steps method for process labels) and how "
+            "many rows each scored. Judge models are listed under *Provenance*.",
+            "",
+            table(["config", "labeler", "version", "method", "rows"], rows),
+        ]
+    )
+
+
+def join_versions(versions: str | list[str] | None) -> str:
+    """A manifest's `labeler_versions` value (one version, or every version that scored rows) -> "1" / "1, 2"."""
+    if isinstance(versions, list | tuple):
+        return ", ".join(str(v) for v in versions)
+    return "" if versions is None else str(versions)
+
+
+def _pair_types(configs: list[ConfigExport], manifests: dict[str, dict[str, Any]]) -> str:
+    rows = []
+    for c in configs:
+        if c.kind != "preference":
+            continue
+        exported = dict(dict(c.summary.counts).get("pair_type", ()))
+        for pair_type in sorted({*exported, *(manifests[c.name].get("pair_types") or {})}):
+            rows.append([f"`{c.name}`", f"`{pair_type}`", exported.get(pair_type, 0)])
+    if not rows:
+        return ""
+    return "\n".join(
+        [
+            "## Pair types",
+            "",
+            "How the pairs were chosen from each prompt's samples (a pair two strategies choose is kept "
+            "once, for the first).",
+            "",
+            table(["config", "pair_type", "rows"], rows),
+        ]
+    )
+
+
+def _statistics(configs: list[ConfigExport]) -> str:
+    parts = []
+    for c in configs:
+        if not c.summary.metrics:
+            continue
+        lines = [f"### `{c.name}`", "", table(["what", "value"], [list(m) for m in c.summary.metrics])]
+        for column, counts in c.summary.counts:
+            if column == "pair_type":
+                continue  # its own section
+            lines += ["", table([f"`{column}`", "rows"], [[f"`{v}`", n] for v, n in counts])]
+        parts.append("\n".join(lines))
+    if not parts:
+        return ""
+    return "\n\n".join(
+        [
+            "## Statistics\n\nComputed from the exported rows (all splits together): the agreement and "
+            "confidence of the labels behind the pairs, pass rates of the RL prompts, and more.",
+            *parts,
+        ]
+    )
 
 
 def _schema(config: ConfigExport) -> str:
     rows = [[f"`{f.name}`", f"`{type_name(f.type)}`", describe(f)] for f in config.schema]
-    return "\n".join([f"## Schema of `{config.name}` ({schema_id(config.schema)})", "",
-                      _table(["column", "type", "description"], rows)])
+    return "\n".join(
+        [
+            f"## Schema of `{config.name}` ({schema_id(config.schema)})",
+            "",
+            table(["column", "type", "description"], rows),
+        ]
+    )
 
 
-def _labels(configs: list[ConfigExport]) -> str:
-    rows = []
-    for c in configs:
-        for source, n in c.label_sources:
-            labeler, version = parse_source(source)
-            rows.append([f"`{c.name}`", f"`{labeler}`", version or "(unversioned)", n])
-    if not rows:
-        return ""
-    return "\n".join(["## Labels", "", "Labelers (from `label_sources`) and how many rows each scored.", "",
-                      _table(["config", "labeler", "version", "rows"], rows)])
+def variable(config: str) -> str:
+    """A Python name for a config in the loading snippet (config names may hold '-' and '.', or start with a
+    digit)."""
+    name = config.replace("-", "_").replace(".", "_")
+    return name if name.isidentifier() and not keyword.iskeyword(name) else f"ds_{name}"
+
+
+def _where(repo_id: str | None) -> str:
+    return repo_id or "export"
 
 
 def _loading(configs: list[ConfigExport], repo_id: str | None) -> str:
     exported = [c for c in configs if c.splits]
     if not exported:
         return ""
-    first = next((c for c in exported if c.name == DEFAULT_CONFIG), exported[0])
-    where = repo_id or "export"
     note = "" if repo_id else "  # this folder (the export stage's output), or its Hub repo id once pushed"
-    lines = ["## Loading", "", "```python", "from datasets import load_dataset", "",
-             f'ds = load_dataset("{where}", "{first.name}"){note}', "```"]
-    pairs = next((c for c in exported if schema_id(c.schema) == schema_id(PAIR_V1)), None)
-    if pairs is None:
-        return "\n".join(lines)
-    split = next((s.name for s in pairs.splits if s.name == "train"), pairs.splits[0].name)
-    load = [] if pairs is first else [f'ds = load_dataset("{where}", "{pairs.name}")']
-    lines += [
-        "",
-        "## Training with TRL",
-        "",
-        "`prompt`, `chosen` and `rejected` are conversational (lists of `{role, content}` messages), the "
-        "preference format TRL's `DPOTrainer` and `RewardTrainer` load as is; `RewardTrainer` also uses "
-        "`margin`. The other columns are lineage for re-filtering (e.g. by `confidence` or `agreement`); the "
-        'trainers do not read them, and `select_columns(["prompt", "chosen", "rejected"])` drops them.',
-        "",
-        "```python",
-        "from trl import DPOConfig, DPOTrainer",
-        "",
-        *load,
-        f'trainer = DPOTrainer(model=model, args=DPOConfig(output_dir="dpo"), train_dataset=ds["{split}"],',
-        "                     processing_class=tokenizer)",
-        "```",
-    ]
-    return "\n".join(lines)
+    loads = [f'{variable(c.name)} = load_dataset("{_where(repo_id)}", "{c.name}")' for c in exported]
+    loads[0] += note
+    return "\n".join(["## Loading", "", "```python", "from datasets import load_dataset", "", *loads, "```"])
 
 
-def _provenance(configs: list[ConfigExport], provenance: Provenance, manifests: dict[str, dict[str, Any]]) -> str:
-    model = provenance.model or {}
-    rows = [
-        ["git commit", f"`{provenance.git_commit}`" if provenance.git_commit else "not recorded (no git checkout)"],
-        ["export params sha256", f"`{provenance.params_hash}`"],
-    ]
-    if model:
-        rows.append(["policy", f"`{model.get('name', '')}` from `{model.get('source', '')}`"])
-        rows.append(["policy fingerprint", f"`{model.get('fingerprint', '')}`"])
+def _training(configs: list[ConfigExport], repo_id: str | None) -> str:
+    parts = []
     for c in configs:
-        upstream = manifests.get(c.name, {}).get("params_hash")
-        if upstream:
-            rows.append([f"`{c.name}` upstream params sha256", f"`{upstream}`"])
-    for name, digest in sorted(provenance.inputs.items()):
-        rows.append([f"input `{name}` sha256", f"`{digest}`"])
-    if provenance.dvc_lock:
-        rows.append(["dvc.lock sha256 (stages upstream of export)", f"`{provenance.dvc_lock}`"])
-    rebuild = "`dvc repro export`"
-    if provenance.git_commit:
-        rebuild = f"`git checkout {provenance.git_commit}` then {rebuild}"
-    return "\n".join(["## Provenance", "", _table(["what", "value"], rows), "", f"Rebuild with {rebuild}."])
+        if not c.splits:
+            continue
+        split = next((s.name for s in c.splits if s.name == "train"), c.splits[0].name)
+        labelers = tuple(name for name, _ in c.label_sources)  # prm: the `labeler` values of the exported rows
+        section = training_section(c.name, c.kind, split, _where(repo_id), labelers)
+        if section:
+            parts.append(section)
+    if not parts:
+        return ""
+    return "\n\n".join(
+        [
+            "## Training with TRL\n\nEach config loads into a TRL trainer without renaming columns; "
+            "`path/to/...` stands for your model.",
+            *parts,
+        ]
+    )

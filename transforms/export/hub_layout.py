@@ -1,11 +1,13 @@
 """Lay out one dataset config as Hugging Face Hub Parquet shards: `data/<config>/<split>-0000i-of-0000N.parquet`.
 
-In: the rows of one config (PAIR_V1 rows for `pairs`, PRM_V1 for `prm`) as dicts or a pyarrow Table, plus
-`num_shards` from params.
-Out: one set of files per split found in the `split` column, and a `ConfigExport` summary for the dataset card.
+In: the rows of one config (PAIR_V2 for `pairs`, PRM_V1 for `prm`, RL_V1 for `rl`, SFT_V1 for `sft`) as dicts or a
+pyarrow Table, plus `num_shards` from params.
+Out: one set of files per split found in the `split` column, and a `ConfigExport` summary for the dataset card
+(splits, files, label sources and the summary statistics of the rows written).
 
 Same rows in => same bytes out, whatever order or input sharding they arrive in. Shard assignment: rows of a split
-are sorted by the config's id column(s) (unique, e.g. `pair_id`; `(labeler, rollout_id)` for `prm`) and cut into
+are sorted by the config's id column(s) (unique: `pair_id`, `prompt_id` for `rl`, `rollout_id` for `sft`,
+`(labeler, rollout_id)` for `prm`) and cut into
 `num_shards` contiguous, near-equal chunks. That keeps shards balanced and the whole split globally sorted when read
 in file order. A split with fewer rows than `num_shards` gets one row per file instead, because `datasets` cannot
 read an empty Parquet shard; a split with no rows gets no files at all.
@@ -22,8 +24,10 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 
-from rewardmill.schemas import PAIR_V1, PRM_V1
+from rewardmill.schemas import PAIR_V2, PRM_V1, RL_V1, SFT_V1
 from rewardmill.schemas.common import schema_id
+from rewardmill.transforms.export.columns import PAIR_COLUMN_DOCS, PRM_COLUMN_DOCS, RL_COLUMN_DOCS, SFT_COLUMN_DOCS
+from rewardmill.transforms.export.summary import Summary, summarize
 from rewardmill.transforms.io.parquet import PARQUET_OPTIONS, rows_to_table, shard_name
 
 DATA_DIR = "data"
@@ -37,13 +41,22 @@ _SPLIT_NAME = re.compile(r"^\w+(\.\w+)*$")
 _CONFIG_NAME = re.compile(r"^\w+([.-]\w+)*$")
 
 
+# TRL's dataset types: what a config loads into (the card's "Training with TRL" section is chosen by it).
+KINDS = ("preference", "stepwise", "prompt_only", "prompt_completion")
+
+
 @dataclass(frozen=True)
 class ConfigSpec:
-    """How to export one kind of dataset: its schema, its id column(s), and a line for the dataset card."""
+    """How to export one kind of dataset: its schema, its id column(s), its TRL dataset type, a card line."""
 
     schema: pa.Schema
     id_column: str | tuple[str, ...]  # unique per row (together when several); rows are sorted by it
     description: str
+    kind: str  # one of KINDS
+
+    def __post_init__(self):
+        if self.kind not in KINDS:
+            raise ValueError(f"kind {self.kind!r} must be one of {KINDS}")
 
 
 def with_descriptions(schema: pa.Schema, docs: dict[str, str]) -> pa.Schema:
@@ -55,27 +68,15 @@ def with_descriptions(schema: pa.Schema, docs: dict[str, str]) -> pa.Schema:
     return pa.schema(fields, metadata=schema.metadata)
 
 
-# The card's shared column docs describe pairs (there `prompt` is a list of messages); PRM columns carry their own.
-PRM_COLUMN_DOCS = {
-    "rollout_id": "the rollout whose steps these are (lineage); unique per row together with `labeler`",
-    "prompt": "the prompt's last user message as a plain string (TRL's stepwise `prompt`)",
-    "completions": "the completion's steps in order (TRL's stepwise `completions`)",
-    "labels": "per step: True before the first wrong step, False at it and after it (TRL's stepwise `labels`)",
-    "soft_labels": "per step: share of continuations that reach the reference answer; null = not estimated (judge)",
-    "first_error_step": "index of the first wrong step; -1 = no wrong step (ProcessBench's `label`)",
-    "method": "how the steps were labelled: mc, binary_search, judge or consensus",
-    "labeler": "the steps labeler (its params `steps` key) that labelled the rollout",
-    "min_score": "minimum score over the kept steps (the min-form aggregate PURE recommends)",
-    "last_score": "score of the last kept step",
-}
-
-# Keyed by the schema id an upstream manifest records (`pair_v1`), so a config folder declares what it holds.
+# Keyed by the schema id an upstream manifest records (`pair_v2`), so a config folder declares what it holds.
 EXPORTABLE: dict[str, ConfigSpec] = {
-    schema_id(PAIR_V1): ConfigSpec(
-        PAIR_V1,
+    schema_id(PAIR_V2): ConfigSpec(
+        with_descriptions(PAIR_V2, PAIR_COLUMN_DOCS),
         "pair_id",
         "Preference pairs in TRL's conversational format: `prompt` (user turns), `chosen` and `rejected` "
-        "(assistant turns), scored by rewardmill's labelers on the policy's own samples.",
+        "(assistant turns) from the policy's own samples of one prompt, with the reward gap in `margin` and each "
+        "side's verified correctness and named scores.",
+        "preference",
     ),
     # One row per (steps labeler, rollout): a rollout labelled by two steps labelers gives two rows.
     schema_id(PRM_V1): ConfigSpec(
@@ -84,6 +85,22 @@ EXPORTABLE: dict[str, ConfigSpec] = {
         "Process-reward rows in TRL's stepwise-supervision format: `prompt` (the last user message), `completions` "
         "(the steps of one of the policy's own samples) and `labels` (True up to its first wrong step), with the "
         "step labeler's soft labels in `soft_labels`.",
+        "stepwise",
+    ),
+    schema_id(RL_V1): ConfigSpec(
+        with_descriptions(RL_V1, RL_COLUMN_DOCS),
+        "prompt_id",
+        "Prompts for online RL (GRPO, RLOO) in TRL's conversational prompt-only format: `prompt` plus what reward "
+        "functions check against (`reference`, `tests`, `constraints`), with the policy's pass rate over its own "
+        "samples and a difficulty bucket.",
+        "prompt_only",
+    ),
+    schema_id(SFT_V1): ConfigSpec(
+        with_descriptions(SFT_V1, SFT_COLUMN_DOCS),
+        "rollout_id",
+        "The best verified samples of each prompt for rejection-sampling fine-tuning, in TRL's conversational "
+        "prompt-completion format: `prompt` (user turns) and `completion` (the assistant turn).",
+        "prompt_completion",
     ),
 }
 
@@ -113,13 +130,16 @@ class SplitExport:
 
 @dataclass(frozen=True)
 class ConfigExport:
-    """What was written for one config: splits in card order, and how often each label source scored a row."""
+    """What was written for one config: splits in card order, how often each label source scored a row, and the
+    summary statistics of the rows."""
 
     name: str
     schema: pa.Schema
     description: str
+    kind: str  # ConfigSpec.kind
     splits: tuple[SplitExport, ...]
     label_sources: tuple[tuple[str, int], ...]  # (labeler@version, rows), sorted by name; empty without the column
+    summary: Summary = Summary()
 
     @property
     def num_rows(self) -> int:
@@ -195,7 +215,8 @@ def encode(table: pa.Table) -> bytes:
 
 
 def count_label_sources(table: pa.Table) -> tuple[tuple[str, int], ...]:
-    """(label source, rows) from `label_sources` (pairs), else from the single `labeler` column (prm)."""
+    """(label source, rows) from `label_sources` (pairs, sft), else from the single `labeler` column (prm); rl has
+    neither (its labelers are named in the upstream manifest)."""
     if "label_sources" in table.column_names:
         counts = Counter(s for sources in table.column("label_sources").to_pylist() for s in set(sources or ()))
     elif "labeler" in table.column_names:
@@ -227,4 +248,12 @@ def write_config(
         )
         for split, files in by_split.items()
     )
-    return ConfigExport(config, spec.schema, spec.description, splits, count_label_sources(table))
+    return ConfigExport(
+        config,
+        spec.schema,
+        spec.description,
+        spec.kind,
+        splits,
+        count_label_sources(table),
+        summarize(spec.kind, table),
+    )

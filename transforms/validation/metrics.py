@@ -4,41 +4,60 @@ Deterministic: keys are sorted when written, floats are rounded to 6 digits, and
 null (never a silent 0).
 
     stages.<stage>          rows and rejects by reason, from each folder's _manifest.json
-                            (prompts, rollouts, labels/<name>, steps/<name>, datasets/<name>)
+                            (prompts, rollouts, labels/<name>, steps/<name>, datasets/<name>, datasets/_rewards)
     rollouts                count, finish_reason counts, mean_n_tokens, pass_rate (share of `pass_labeler`'s
                             labels with verdict "correct")
     labels.<name>           count, share_correct, share_null_score, verdicts (counts)
     label_agreement         for each two labelers that both gave a correct/incorrect verdict on some rollouts
                             ("a|b"): n, agreement, cohen_kappa (judge vs verifier, judge vs judge), and
                             Krippendorff's alpha (nominal) over every labeler's verdicts ("all")
-    datasets.<name>         for pair datasets: count, splits (counts), mean_margin, length_bias (share of pairs
-                            whose chosen completion has more tokens than the rejected one)
+    datasets.<name>         pair datasets (PAIR_V2): count, splits, pair_types, mean_margin, mean_agreement,
+                            mean_confidence, length_bias, length_ties (dataset_metrics.pair_metrics)
+    rl.<name>, sft.<name>   RL_V1 / SFT_V1 datasets: pass rates and difficulty / rewards (dataset_metrics)
+    prm.<name>              PRM_V1 datasets: rows, methods (counts), splits (counts), mean_steps, share_with_error
+    rewards                 data/datasets/_rewards (REWARD_V1; {} when assemble wrote none): status counts, mean
+                            reward, and the length_correlation of reward and n_tokens (dataset_metrics)
+    split_leakage           prompts: how many prompt ids appear in both train and test across the datasets
     steps.<name>            per steps labeler (data/steps/<name>; no folder = {}): rollouts, steps, continuations,
                             continuations_per_step, share_with_error, ... (transforms.steps.stats.step_stats)
     step_agreement          for each two steps labelers ("a|b", sorted), on the rollouts both decided completely
                             (raw "complete", true when absent): n, first_error_agreement (share with the same
                             first_error_step), continuations {a, b} spent on those rollouts, continuation_ratio
                             (b's / a's: what b costs for the same decisions; null when a spent none)
-    prm.<name>              for PRM datasets: rows, methods (counts), splits (counts), mean_steps, share_with_error
 """
 
 import json
-import re
 from collections import Counter
 from itertools import combinations
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
 import pyarrow.compute as pc
 
 from rewardmill.pipelines.stage import read_manifest
-from rewardmill.schemas import PAIR_V1, PRM_V1
+from rewardmill.schemas import PAIR_V2, PRM_V1, RL_V1, SFT_V1
 from rewardmill.schemas.common import schema_id
-from rewardmill.transforms.io.parquet import read_table
 from rewardmill.transforms.steps.stats import step_stats
+from rewardmill.transforms.validation.dataset_metrics import (
+    pair_metrics,
+    prm_metrics,
+    reward_metrics,
+    rl_metrics,
+    sft_metrics,
+)
+from rewardmill.transforms.validation.folders import REWARDS, dataset_folders, read_columns, subfolders
+from rewardmill.transforms.validation.split_suite import leaked_prompts, split_table
+from rewardmill.transforms.validation.stats import rounded, share, value_counts
 
-DIGITS = 6
+__all__ = ["compute_metrics", "read_columns", "rounded", "share", "subfolders", "value_counts"]
+
+# kind of dataset -> (metrics key, schema, metrics of one folder); pair datasets keep their historic key "datasets"
+DATASET_METRICS = (
+    ("datasets", PAIR_V2, pair_metrics),
+    ("rl", RL_V1, rl_metrics),
+    ("sft", SFT_V1, sft_metrics),
+    ("prm", PRM_V1, prm_metrics),
+)
 PASS_LABELER = "math_answer"  # the rule verifier whose "correct" share is the policy's pass rate
 
 
@@ -54,55 +73,37 @@ def compute_metrics(
     steps labeler / dataset. `steps` may be None or missing (no steps stage ran): its metrics are then empty."""
     label_dirs, dataset_dirs = subfolders(labels), subfolders(datasets)
     step_dirs = subfolders(steps) if steps is not None and Path(steps).is_dir() else []
+    rewards = Path(datasets) / REWARDS
     stages = {"prompts": stage_counts(prompts), "rollouts": stage_counts(rollouts)}
     stages |= {f"labels/{d.name}": stage_counts(d) for d in label_dirs}
     stages |= {f"steps/{d.name}": stage_counts(d) for d in step_dirs}
-    stages |= {f"datasets/{d.name}": stage_counts(d) for d in dataset_dirs}
+    stages |= {f"datasets/{d.name}": stage_counts(d) for d in dataset_folders(datasets)}  # configs and _rewards
 
     per_labeler = {d.name: label_metrics(d) for d in label_dirs}
     passing = per_labeler.get(pass_labeler)
     rollout_stats = {**rollout_metrics(rollouts), "pass_rate": passing["share_correct"] if passing else None}
-    pairs = [d for d in dataset_dirs if read_manifest(d).get("schema") == schema_id(PAIR_V1)]
-    pair_datasets = {d.name: pair_metrics(d) for d in pairs}
-    prm = [d for d in dataset_dirs if read_manifest(d).get("schema") == schema_id(PRM_V1)]
+    schemas = {d: read_manifest(d).get("schema") for d in dataset_dirs}
+    kinds = {
+        key: {d.name: measure(d) for d in dataset_dirs if schemas[d] == schema_id(schema)}
+        for key, schema, measure in DATASET_METRICS
+    }
     return {
         "stages": stages,
         "rollouts": rollout_stats,
         "labels": per_labeler,
         "label_agreement": label_agreement(label_dirs),
-        "datasets": pair_datasets,
+        **kinds,
+        "rewards": reward_metrics(rewards) if rewards.is_dir() else {},
+        "split_leakage": {"prompts": len(leaked_prompts(split_table(datasets)))},
         "steps": {d.name: step_stats(d) for d in step_dirs},
         "step_agreement": step_agreement(step_dirs),
-        "prm": {d.name: prm_metrics(d) for d in prm},
     }
-
-
-def subfolders(directory: str | Path) -> list[Path]:
-    """Stage output folders under `directory` (sorted); `_`/`.`-prefixed names and the temp/old folders a
-    killed stage may leave (`NAME.tmp-PID`, `NAME.old-PID`) are not outputs."""
-    directory = Path(directory)
-    if not directory.is_dir():
-        raise FileNotFoundError(f"{directory}: missing; the upstream stages did not run (run `dvc repro`)")
-    return sorted(
-        p
-        for p in directory.iterdir()
-        if p.is_dir() and not p.name.startswith(("_", ".")) and not re.search(r"\.(tmp|old)-\d+$", p.name)
-    )
 
 
 def stage_counts(directory: str | Path) -> dict[str, Any]:
     manifest = read_manifest(directory)
     rejects = dict(sorted(manifest.get("rejects", {}).items()))
     return {"rows": manifest["rows"], "rejects": rejects, "rejected": sum(rejects.values())}
-
-
-def read_columns(directory: str | Path, columns: list[str]) -> pa.Table:
-    """The given columns of every data shard in a stage folder (`_rejects/` is a subfolder, so never matched)."""
-    shards = sorted(Path(directory).glob("*.parquet"))
-    if not shards:
-        raise FileNotFoundError(f"{directory}: no *.parquet shards")
-    # read_table skips reading empty shards (pyarrow aborts at exit after reading an empty nested column)
-    return pa.concat_tables([read_table(str(path), columns=columns) for path in shards])
 
 
 def rollout_metrics(directory: str | Path) -> dict[str, Any]:
@@ -160,18 +161,6 @@ def label_agreement(label_dirs: list[Path]) -> dict[str, Any]:
     return result
 
 
-def pair_metrics(directory: str | Path) -> dict[str, Any]:
-    """Input columns: split, margin, chosen_n_tokens, rejected_n_tokens."""
-    table = read_columns(directory, ["split", "margin", "chosen_n_tokens", "rejected_n_tokens"])
-    longer = pc.greater(table.column("chosen_n_tokens"), table.column("rejected_n_tokens"))
-    return {
-        "count": table.num_rows,
-        "splits": value_counts(table.column("split")),
-        "mean_margin": rounded(pc.mean(table.column("margin")).as_py()),
-        "length_bias": share(pc.sum(longer).as_py() or 0, table.num_rows),
-    }
-
-
 def step_decisions(directory: str | Path) -> dict[str, tuple[int, int]]:
     """rollout_id -> (first_error_step, continuations spent on it) for the rollouts a steps labeler decided
     completely: every step row's raw JSON has "complete" true or no "complete" key (or raw is null), and the rows
@@ -223,30 +212,3 @@ def step_agreement(step_dirs: list[Path]) -> dict[str, Any]:
             "continuation_ratio": rounded(spent_b / spent_a) if spent_a else None,
         }
     return result
-
-
-def prm_metrics(directory: str | Path) -> dict[str, Any]:
-    """Input columns: labels, method, split, first_error_step."""
-    table = read_columns(directory, ["labels", "method", "split", "first_error_step"])
-    with_error = pc.sum(pc.greater_equal(table.column("first_error_step"), 0)).as_py() or 0
-    return {
-        "rows": table.num_rows,
-        "methods": value_counts(table.column("method")),
-        "splits": value_counts(table.column("split")),
-        "mean_steps": rounded(pc.mean(pc.list_value_length(table.column("labels"))).as_py()),
-        "share_with_error": share(with_error, table.num_rows),
-    }
-
-
-def value_counts(column: pa.ChunkedArray) -> dict[str, int]:
-    """Counts per value, sorted by value; nulls are counted under "null"."""
-    counts = Counter("null" if v is None else str(v) for v in column.to_pylist())
-    return dict(sorted(counts.items()))
-
-
-def share(part: int, total: int) -> float | None:
-    return rounded(part / total) if total else None
-
-
-def rounded(value: float | None) -> float | None:
-    return None if value is None else round(float(value), DIGITS)

@@ -1,10 +1,15 @@
 """Run a schema's suite on one stage output folder and summarize the result as deterministic plain JSON.
 
 The report keeps, per expectation: its type, column, other arguments, success, observed value, element and
-unexpected counts, a few unexpected values, and the exception message if it raised. Run ids, timestamps, batch
-ids and load times are left out, so the same data gives the same report bytes.
+unexpected counts, a few unexpected values and failing row ids, and the exception message if it raised. Run ids,
+timestamps, batch ids and load times are left out, so the same data gives the same report bytes.
+
+Beside the report, `validate_target` returns the Great Expectations suite and validation result as JSON for the Data
+Docs site (data_docs.py). Their run identifier is fixed (RUN_NAME at RUN_TIME, not the wall clock): the site is a
+DVC output and must not change when the data does not.
 """
 
+import datetime
 import json
 import logging
 import math
@@ -15,12 +20,14 @@ import pandas as pd
 import pyarrow as pa
 
 from rewardmill.transforms.io.parquet import list_shards, read_table
-from rewardmill.transforms.validation.suites import SUITES
+from rewardmill.transforms.validation.suites import PARTIAL_UNEXPECTED, SUITES
 
 if TYPE_CHECKING:
     import great_expectations as gx
 
-PARTIAL_UNEXPECTED = 5  # unexpected values kept per expectation in the report
+RUN_NAME = "validate"
+RUN_TIME = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)  # a fixed stamp: Data Docs bytes follow the data only
+DATASOURCE = "rewardmill"
 _DROPPED_KWARGS = ("batch_id", "column", "result_format")
 
 
@@ -46,13 +53,15 @@ def to_frame(table: pa.Table, helpers: dict[str, list[bool]]) -> pd.DataFrame:
 
 
 def run_suite(
-    frame: pd.DataFrame, suite: "gx.ExpectationSuite", id_column: str | None = None
+    frame: pd.DataFrame, suite: "gx.ExpectationSuite", id_column: str | None = None, partial: int = PARTIAL_UNEXPECTED
 ) -> "gx.core.ExpectationSuiteValidationResult":
-    """Validate `frame` against `suite` in a fresh ephemeral context (nothing is written to disk).
+    """Validate `frame` against `suite` in a fresh ephemeral context (nothing is written to disk), under the fixed
+    run identifier. The suite's name is the data asset's name (Data Docs lists validations by both).
 
-    `id_column` (e.g. pair_id) names the failing rows in each result's partial_unexpected_index_list.
+    `id_column` (e.g. pair_id) names up to `partial` failing rows in each result's partial_unexpected_index_list.
     """
     import great_expectations as gx
+    from great_expectations.core.run_identifier import RunIdentifier
     from great_expectations.data_context.types.base import ProgressBarsConfig
 
     # GX pins this logger to INFO and logs a temp docs folder for every ephemeral context; runs on workers too.
@@ -60,7 +69,7 @@ def run_suite(
     context = gx.get_context(mode="ephemeral")
     context.variables.progress_bars = ProgressBarsConfig(globally=False)
     batch_definition = (
-        context.data_sources.add_pandas("rewardmill")
+        context.data_sources.add_pandas(DATASOURCE)
         .add_dataframe_asset(suite.name)
         .add_batch_definition_whole_dataframe("all rows")
     )
@@ -68,17 +77,26 @@ def run_suite(
     definition = context.validation_definitions.add(
         gx.ValidationDefinition(name=suite.name, data=batch_definition, suite=suite)
     )
-    result_format: dict[str, Any] = {"result_format": "SUMMARY", "partial_unexpected_count": PARTIAL_UNEXPECTED}
+    result_format: dict[str, Any] = {"result_format": "SUMMARY", "partial_unexpected_count": partial}
     if id_column in frame.columns:  # name failing rows by id, not by their position in the frame
         result_format["unexpected_index_column_names"] = [id_column]
-    return definition.run(batch_parameters={"dataframe": frame}, result_format=result_format)
+    run_id = RunIdentifier(run_name=RUN_NAME, run_time=RUN_TIME)
+    return definition.run(batch_parameters={"dataframe": frame}, result_format=result_format, run_id=run_id)
 
 
 def validate_folder(directory: str, schema: str | None, *, dataset: str, min_rows: int = 1) -> dict[str, Any]:
+    """The report of `validate_target` alone."""
+    return validate_target(directory, schema, dataset=dataset, min_rows=min_rows)[0]
+
+
+def validate_target(
+    directory: str, schema: str | None, *, dataset: str, min_rows: int = 1
+) -> tuple[dict[str, Any], dict[str, Any] | None]:
     """Validate one stage output folder against the suite for `schema` (its manifest's schema id).
 
-    Returns the report dict: dataset, schema, rows, success, statistics, expectations[], error (read failure or
-    no suite for the schema; then success is False and expectations is empty).
+    Returns (report, docs). The report dict: dataset, schema, rows, success, statistics, expectations[], error
+    (read failure or no suite for the schema; then success is False and expectations is empty). docs: {"suite",
+    "result"} as Great Expectations JSON (suite named `dataset`), for data_docs.build_site; None on an error.
     """
     report: dict[str, Any] = {
         "dataset": dataset,
@@ -91,25 +109,28 @@ def validate_folder(directory: str, schema: str | None, *, dataset: str, min_row
     }
     spec = SUITES.get(schema or "")
     if spec is None:
-        return {**report, "error": f"no validation suite for schema {schema!r}; known: {sorted(SUITES)}"}
+        return {**report, "error": f"no validation suite for schema {schema!r}; known: {sorted(SUITES)}"}, None
     try:
-        table = load_table(directory)
+        table = (spec.load or load_table)(directory)
         frame = to_frame(table, spec.helpers(table))
     except (OSError, ValueError, pa.ArrowException) as exc:
-        return {**report, "error": f"cannot read {directory}: {exc}"}
-    result = run_suite(frame, spec.build(min_rows), spec.id_column)
-    expectations = sorted((summarize(r, spec.id_column) for r in result.results), key=_order)
+        return {**report, "error": f"cannot read {directory}: {exc}"}, None
+    suite = spec.build(min_rows)
+    suite.name = dataset
+    result = run_suite(frame, suite, spec.id_column, spec.partial)
+    expectations = sorted((summarize(r, spec.id_column, spec.partial) for r in result.results), key=_order)
     failed = sum(not e["success"] for e in expectations)
-    return {
+    report = {
         **report,
         "rows": table.num_rows,
         "success": bool(result.success),
         "statistics": {"evaluated": len(expectations), "unsuccessful": failed},
         "expectations": expectations,
     }
+    return report, {"suite": plain(suite.to_json_dict()), "result": plain(result.to_json_dict())}
 
 
-def summarize(result: Any, id_column: str | None = None) -> dict[str, Any]:
+def summarize(result: Any, id_column: str | None = None, partial: int = PARTIAL_UNEXPECTED) -> dict[str, Any]:
     """One ExpectationValidationResult -> plain JSON-able dict without run-specific fields."""
     config = result.expectation_config
     raw = result.result or {}
@@ -123,10 +144,10 @@ def summarize(result: Any, id_column: str | None = None) -> dict[str, Any]:
         if key in raw:
             entry[key] = raw[key]
     if "partial_unexpected_list" in raw:
-        entry["partial_unexpected"] = raw["partial_unexpected_list"][:PARTIAL_UNEXPECTED]
+        entry["partial_unexpected"] = raw["partial_unexpected_list"][:PARTIAL_UNEXPECTED]  # values: a few suffice
     indexed = raw.get("partial_unexpected_index_list") or []
     if id_column and indexed and isinstance(indexed[0], dict):
-        entry["unexpected_ids"] = [row.get(id_column) for row in indexed[:PARTIAL_UNEXPECTED]]
+        entry["unexpected_ids"] = [row.get(id_column) for row in indexed[:partial]]
     messages = exception_messages(result.exception_info or {})
     if messages:
         entry["exception"] = "; ".join(messages)
@@ -152,12 +173,18 @@ def describe_failures(report: dict[str, Any]) -> list[str]:
         what = f"{e['expectation']}({e['column']})" if e["column"] else e["expectation"]
         detail = e.get("exception") or (
             f"{e['unexpected_count']} unexpected of {e.get('element_count')}, e.g. {e.get('partial_unexpected')}"
-            + (f" at {e['unexpected_ids']}" if e.get("unexpected_ids") else "")
+            + (f" at {shown(e['unexpected_ids'])}" if e.get("unexpected_ids") else "")
             if e.get("unexpected_count") is not None
             else f"observed {e.get('observed_value')!r}"
         )
         lines.append(f"{what}: {detail}")
     return lines
+
+
+def shown(ids: list[Any]) -> str:
+    """The first few failing ids for a message (a report may keep more)."""
+    more = len(ids) - PARTIAL_UNEXPECTED
+    return f"{ids[:PARTIAL_UNEXPECTED]}" + (f" and {more} more in the report" if more > 0 else "")
 
 
 def plain(value: Any) -> Any:

@@ -1,11 +1,9 @@
-"""Tiny stage output folders (prompts, rollouts, labels, steps, pairs, prm) with known values, written the way stages
-write them.
+"""Tiny stage output folders (prompts, rollouts, labels, steps, and the datasets pairs, rl, sft, prm, _rewards) with
+known values, written the way stages write them (rows from rows.py).
 
 The builders are plain functions so tests/pipelines/test_validate.py can import them too.
 """
 
-import hashlib
-import json
 from pathlib import Path
 from typing import Any
 
@@ -14,154 +12,53 @@ import pyarrow.parquet as pq
 import pytest
 
 from rewardmill.pipelines.stage import REJECTS_DIR, reject, write_manifest
-from rewardmill.schemas import LABEL_V1, PAIR_V1, PROMPT_V1, REJECT_V1, ROLLOUT_V2
+from rewardmill.schemas import (
+    LABEL_V1,
+    PAIR_V2,
+    PRM_V1,
+    PROMPT_V1,
+    REJECT_V1,
+    REWARD_V1,
+    RL_V1,
+    ROLLOUT_V2,
+    SFT_V1,
+    STEP_LABEL_V1,
+)
+from tests.transforms.validation.rows import (  # re-exported: tests import every builder from here
+    STEPS,
+    USER,
+    _id,
+    answer,
+    label_row,
+    pair_row,
+    prm_row,
+    prompt_row,
+    reward_row,
+    rl_row,
+    rollout_row,
+    scores,
+    sft_row,
+    split_of,
+    step_label_rows,
+)
 
-USER = [{"role": "user", "content": "What is 2 + 3?"}]
-
-
-def _id(*parts: Any) -> str:
-    return hashlib.sha256("|".join(map(str, parts)).encode()).hexdigest()[:16]
-
-
-def answer(text: str) -> list[dict[str, str]]:
-    return [{"role": "assistant", "content": text}]
-
-
-def prompt_row(i: int) -> dict[str, Any]:
-    return {
-        "prompt_id": _id("prompt", i),
-        "source": "arithmetic",
-        "task": "math",
-        "messages": USER,
-        "reference": "5",
-        "tests": None,
-        "rubric": None,
-        "constraints": None,
-        "split": "test" if i == 0 else "train",
-        "metadata": None,
-    }
-
-
-def rollout_row(i: int, **overrides: Any) -> dict[str, Any]:
-    row = {
-        "rollout_id": _id("rollout", i),
-        "prompt_id": _id("prompt", i // 2),
-        "task": "math",
-        "messages": USER,
-        "reference": "5",
-        "tests": None,
-        "constraints": None,
-        "rubric": None,
-        "split": "train",
-        "sample_index": i % 2,
-        "completion": f"answer {i}",
-        "n_tokens": 10 + i,
-        "finish_reason": "length" if i == 3 else "stop",
-        "logprob_sum": -1.5,
-        "policy": {"name": "tiny", "fingerprint": "f" * 64, "backend": "transformers"},
-        "sampling": "{}",
-        "seed": i,
-    }
-    return {**row, **overrides}
-
-
-def label_row(i: int, verdict: str, score: float | None) -> dict[str, Any]:
-    return {
-        "rollout_id": _id("rollout", i),
-        "prompt_id": _id("prompt", i // 2),
-        "labeler": "math_answer",
-        "labeler_version": "1",
-        "aspect": "correctness",
-        "score": score,
-        "confidence": 1.0,
-        "verdict": verdict,
-        "rationale": None,
-        "raw": None,
-    }
-
-
-def pair_row(i: int, **overrides: Any) -> dict[str, Any]:
-    """A valid PAIR_V1 row; margin == score_chosen - score_rejected exactly."""
-    row = {
-        "pair_id": _id("pair", i),
-        "prompt_id": _id("prompt", i),
-        "prompt": USER,
-        "chosen": answer("5"),
-        "rejected": answer(f"wrong {i}"),
-        "score_chosen": 1.0,
-        "score_rejected": 0.25,
-        "margin": 0.75,
-        "confidence": 1.0,
-        "agreement": 1.0,
-        "pair_type": "best_vs_worst",
-        "chosen_rollout_id": _id("rollout", 2 * i),
-        "rejected_rollout_id": _id("rollout", 2 * i + 1),
-        "chosen_n_tokens": 12 if i == 0 else 30,
-        "rejected_n_tokens": 20,
-        "label_sources": ["math_answer@1"],
-        "task": "math",
-        "split": "train",
-    }
-    return {**row, **overrides}
-
-
-STEPS = ["2 + 3 = 5.", "So x = 5.", "The answer is 5."]
-
-
-def prm_row(i: int, **overrides: Any) -> dict[str, Any]:
-    """A valid PRM_V1 row of three steps: none wrong for even i, the last one wrong (first_error_step 2) for odd i."""
-    first_error = 2 if i % 2 else -1
-    soft = [1.0, 0.5, 0.0 if first_error == 2 else 1.0]
-    row = {
-        "prompt_id": _id("prompt", i // 2),
-        "rollout_id": _id("rollout", i),
-        "prompt": USER[0]["content"],
-        "completions": STEPS,
-        "labels": [first_error < 0 or s < first_error for s in range(len(STEPS))],
-        "soft_labels": soft,
-        "first_error_step": first_error,
-        "method": "mc",
-        "labeler": "mc",
-        "min_score": min(soft),
-        "last_score": soft[-1],
-        "task": "math",
-        "split": "test" if i == 0 else "train",
-    }
-    return {**row, **overrides}
-
-
-def step_label_rows(
-    labeler: str,
-    i: int,
-    first_error: int,
-    continuations: int = 4,
-    n_steps: int = 3,
-    complete: bool | None = True,
-    method: str = "mc",
-) -> list[dict[str, Any]]:
-    """STEP_LABEL_V1 rows of rollout i by `labeler`: `continuations` spent per step; `complete` None = no flag."""
-    raw = json.dumps({} if complete is None else {"complete": complete})
-    text = "".join(f"step {s}. " for s in range(n_steps))
-    return [
-        {
-            "rollout_id": _id("rollout", i),
-            "prompt_id": _id("prompt", i // 2),
-            "labeler": labeler,
-            "labeler_version": "1",
-            "step_index": s,
-            "n_steps": n_steps,
-            "step_text": f"step {s}. ",
-            "char_start": text.index(f"step {s}. "),
-            "char_end": text.index(f"step {s}. ") + len(f"step {s}. "),
-            "score": None if 0 <= first_error < s else float(first_error < 0 or s < first_error),
-            "hard_label": None if 0 <= first_error < s else (first_error < 0 or s < first_error),
-            "method": method,
-            "n_continuations": continuations,
-            "first_error_step": first_error,
-            "raw": raw,
-        }
-        for s in range(n_steps)
-    ]
+__all__ = [
+    "STEPS",
+    "USER",
+    "_id",
+    "answer",
+    "label_row",
+    "pair_row",
+    "prm_row",
+    "prompt_row",
+    "reward_row",
+    "rl_row",
+    "rollout_row",
+    "scores",
+    "sft_row",
+    "split_of",
+    "step_label_rows",
+]
 
 
 def relaxed(schema: pa.Schema) -> pa.Schema:
@@ -175,32 +72,77 @@ def write_stage(
     schema: pa.Schema,
     stage: str = "test",
     rejects: dict[str, int] | None = None,
+    extra: dict[str, Any] | None = None,
 ) -> Path:
-    """One data shard, a `_rejects/` shard with `rejects` {reason: count}, and the manifest, like a stage writes."""
+    """One data shard, a `_rejects/` shard with `rejects` {reason: count}, and the manifest (with `extra` keys), like
+    a stage writes."""
     directory.mkdir(parents=True, exist_ok=True)
     pq.write_table(pa.Table.from_pylist(rows, schema=schema), directory / "part-00000-of-00001.parquet")
     bad = [reject(stage, f"row{n}", reason) for reason, count in (rejects or {}).items() for n in range(count)]
     (directory / REJECTS_DIR).mkdir(exist_ok=True)
     rejects_file = directory / REJECTS_DIR / "part-00000-of-00001.parquet"
     pq.write_table(pa.Table.from_pylist(bad, schema=REJECT_V1), rejects_file)
-    write_manifest(directory, stage=stage, schema=schema, config={})
+    write_manifest(directory, stage=stage, schema=schema, config={}, extra=extra)
     return directory
 
 
 # 3 pairs (2 train, 1 test); 4 rollouts; 4 math_answer labels (2 correct, 1 incorrect, 1 timeout with null score).
-PAIRS = [pair_row(0), pair_row(1), pair_row(2, split="test", score_rejected=0.0, margin=1.0)]
+PAIRS = [pair_row(0), pair_row(1), pair_row(2, score_rejected=0.0, margin=1.0)]
 VERDICTS = [("correct", 1.0), ("incorrect", 0.0), ("correct", 1.0), ("timeout", None)]
+# 4 prompts: 2/2 passed (easy), 0/2 (unsolved), 1/2 (medium, the test prompt), none verified (unverified)
+RL_ROWS = [rl_row(0, 2, 2, 2), rl_row(1, 2, 2, 0), rl_row(2, 2, 2, 1), rl_row(3, 2, 0, 0, mean_reward=None)]
+SFT_ROWS = [sft_row(0), sft_row(2, reward=0.75, n_tokens=20)]
+# 6 rollouts: 4 kept (n_tokens 10..40), one no labeler scored, one below min_confidence
+REWARDS = [
+    reward_row(0, 1.0, True, 10),
+    reward_row(1, 0.25, False, 20),
+    reward_row(2, 1.0, True, 30),
+    reward_row(3, None, None, 13, status="missing_score"),
+    reward_row(4, 0.5, True, 40),
+    reward_row(5, 0.0, False, 15, status="low_confidence", confidence=0.1),
+]
+PAIR_MANIFEST = {
+    "labelers": ["math_answer"],
+    "labeler_versions": {"math_answer": "1"},
+    "pair_types": {"best_vs_worst": 3},
+}
 
 
-def write_project(root: Path, pairs: list[dict[str, Any]] | None = None, pair_schema: pa.Schema = PAIR_V1) -> Path:
-    """data/{prompts,rollouts,labels/math_answer,datasets/pairs} under `root`, all valid unless `pairs` says so."""
+def write_project(
+    root: Path, pairs: list[dict[str, Any]] | None = None, pair_schema: pa.Schema = PAIR_V2, configs: bool = True
+) -> Path:
+    """data/{prompts,rollouts,labels/math_answer,datasets/pairs} under `root`, plus (`configs`) datasets/{rl,sft,
+    _rewards}; all valid unless `pairs` says so."""
     data = root / "data"
     write_stage(data / "prompts", [prompt_row(i) for i in range(2)], PROMPT_V1, "prompts", {"duplicate_prompt": 1})
     write_stage(data / "rollouts", [rollout_row(i) for i in range(4)], ROLLOUT_V2, "rollouts")
     labels = [label_row(i, v, s) for i, (v, s) in enumerate(VERDICTS)]
     write_stage(data / "labels" / "math_answer", labels, LABEL_V1, "label")
-    write_stage(data / "datasets" / "pairs", PAIRS if pairs is None else pairs, pair_schema, "assemble", {"tie": 2})
+    datasets = data / "datasets"
+    pairs = PAIRS if pairs is None else pairs
+    write_stage(datasets / "pairs", pairs, pair_schema, "assemble", {"tie": 2}, PAIR_MANIFEST)
+    if configs:
+        write_stage(datasets / "rl", RL_ROWS, RL_V1, "assemble", {"duplicate_prompt": 1})
+        write_stage(datasets / "sft", SFT_ROWS, SFT_V1, "assemble", {"no_correct_rollout": 1, "below_min_reward": 1})
+        write_stage(datasets / "_rewards", REWARDS, REWARD_V1, "assemble")
     return data
+
+
+PRM_ROWS = [prm_row(0), prm_row(1), prm_row(1, labeler="judge", method="judge", soft_labels=[None] * 3)]
+
+
+def write_process_rewards(
+    root: Path, prm_rows: list[dict[str, Any]] | None = None, prm_schema: pa.Schema = PRM_V1
+) -> None:
+    """data/steps/{judge,mc} (rollouts 0 and 1; mc's rollout 1 wrong at step 2, the judge's at step 1) and
+    data/datasets/prm (PRM_ROWS unless `prm_rows`) beside write_project's folders."""
+    data = root / "data"
+    mc = [*step_label_rows("mc", 0, -1, 4), *step_label_rows("mc", 1, 2, 4)]
+    judge = [*step_label_rows("judge", 0, -1, 0, method="judge"), *step_label_rows("judge", 1, 1, 0, method="judge")]
+    write_stage(data / "steps" / "mc", mc, STEP_LABEL_V1, "steps")
+    write_stage(data / "steps" / "judge", judge, STEP_LABEL_V1, "steps")
+    rows = PRM_ROWS if prm_rows is None else prm_rows
+    write_stage(data / "datasets" / "prm", rows, prm_schema, "assemble", {"undecided_step": 1})
 
 
 @pytest.fixture

@@ -8,17 +8,17 @@ import pytest
 
 from rewardmill.schemas import PRM_V1
 from rewardmill.schemas.step import METHODS
-from rewardmill.transforms.validation.runner import describe_failures, validate_folder
-from rewardmill.transforms.validation.suites import (
+from rewardmill.transforms.validation.prm_suite import (
     FIRST_ERROR_VALID,
     LABELS_MATCH_FIRST_ERROR,
     PRM_HELPERS,
     SOFT_LABELS_MATCH,
     STEPS_MATCH,
-    SUITES,
     build_prm_suite,
     prm_helper_columns,
 )
+from rewardmill.transforms.validation.runner import describe_failures, validate_folder
+from rewardmill.transforms.validation.suites import SUITES
 from tests.transforms.validation.conftest import STEPS, prm_row, relaxed, write_stage
 from tests.transforms.validation.test_suites import (
     BETWEEN,

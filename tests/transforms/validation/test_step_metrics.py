@@ -142,9 +142,10 @@ def test_no_steps_folder_gives_empty_step_metrics(project, tmp_path, steps):
 
 def test_prm_metrics(project):
     rows_ = [
-        prm_row(0),  # no error, test split
+        prm_row(0),  # no error
         prm_row(1),  # error at step 2
-        prm_row(3, completions=["a"], labels=[False], soft_labels=[0.0], first_error_step=0, method="judge"),
+        # prompt 2: the test split
+        prm_row(4, completions=["a"], labels=[False], soft_labels=[0.0], first_error_step=0, method="judge"),
     ]
     write_stage(project / "datasets" / "prm", rows_, PRM_V1, "assemble", {"undecided_step": 1})
     metrics = metrics_of(project, None)

@@ -1,4 +1,4 @@
-"""Validation suites: the schema-derived part, helper columns, and each rule failing on exactly the rows it targets.
+"""Pair and rollout suites: the schema-derived part, helper columns, and each rule failing on exactly its rows.
 
 A Great Expectations run costs about a second whatever the data size, so the bad rows of each suite are validated
 together: every bad row must fail exactly its expectations, and every failing expectation must name exactly the rows
@@ -11,17 +11,21 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from rewardmill.schemas import PAIR_V1, ROLLOUT_V2
-from rewardmill.transforms.validation.runner import describe_failures, plain, validate_folder
-from rewardmill.transforms.validation.suites import (
+from rewardmill.schemas import PAIR_V2, ROLLOUT_V2
+from rewardmill.transforms.validation.expectations import pandas_type, scores_sorted
+from rewardmill.transforms.validation.pair_suite import (
     CHOSEN_DIFFERS,
     MARGIN_CONSISTENT,
-    SUITES,
+    PAIR_HELPERS,
+    PAIR_SCORES_SORTED,
+    PAIR_TYPE_CONSISTENT,
+    ROLLOUTS_DIFFER,
     build_pair_suite,
     pair_helper_columns,
-    pandas_type,
 )
-from tests.transforms.validation.conftest import PAIRS, pair_row, relaxed, rollout_row, write_stage
+from rewardmill.transforms.validation.runner import describe_failures, plain, shown, validate_folder
+from rewardmill.transforms.validation.suites import SUITES
+from tests.transforms.validation.conftest import PAIRS, pair_row, relaxed, rollout_row, scores, write_stage
 
 BETWEEN, IN_SET = "expect_column_values_to_be_between", "expect_column_values_to_be_in_set"
 NOT_NULL, OF_TYPE = "expect_column_values_to_not_be_null", "expect_column_values_to_be_of_type"
@@ -48,8 +52,8 @@ def expected_ids(cases: dict[str, tuple[dict, set[Key]]], id_column: str) -> dic
     return expected
 
 
-def validate_pairs(directory, rows, schema=PAIR_V1, min_rows=1) -> dict:
-    return validate_folder(str(write_stage(directory, rows, schema)), "pair_v1", dataset="pairs", min_rows=min_rows)
+def validate_pairs(directory, rows, schema=PAIR_V2, min_rows=1) -> dict:
+    return validate_folder(str(write_stage(directory, rows, schema)), "pair_v2", dataset="pairs", min_rows=min_rows)
 
 
 @pytest.mark.parametrize(
@@ -67,33 +71,68 @@ def test_pandas_type(arrow_type, expected):
     assert pandas_type(arrow_type) == expected
 
 
-def test_pair_helper_columns():
-    rows = [
-        pair_row(0),  # valid
-        pair_row(1, rejected=pair_row(1)["chosen"]),  # chosen == rejected
-        pair_row(2, margin=0.75 + 1e-12),  # float noise within tolerance
-        pair_row(3, margin=0.7),  # margin disagrees with the scores
-    ]
-    helpers = pair_helper_columns(pa.Table.from_pylist(rows, schema=PAIR_V1))
-    assert helpers == {CHOSEN_DIFFERS: [True, False, True, True], MARGIN_CONSISTENT: [True, True, True, False]}
+@pytest.mark.parametrize(
+    ("row", "expected"),
+    [
+        (pair_row(0), {}),  # valid: every helper True
+        (pair_row(1, rejected=pair_row(1)["chosen"]), {CHOSEN_DIFFERS}),  # chosen == rejected
+        (pair_row(1, rejected_rollout_id=pair_row(1)["chosen_rollout_id"]), {ROLLOUTS_DIFFER}),  # one rollout twice
+        (pair_row(2, margin=0.75 + 1e-12), {}),  # float noise within tolerance
+        (pair_row(3, margin=0.7), {MARGIN_CONSISTENT}),  # margin disagrees with the scores
+        # correct_vs_incorrect needs a verified-correct chosen and a verified-incorrect rejected side
+        (pair_row(4, pair_type="correct_vs_incorrect"), {}),
+        (pair_row(4, pair_type="correct_vs_incorrect", rejected_correct=None), {PAIR_TYPE_CONSISTENT}),
+        (pair_row(4, pair_type="correct_vs_incorrect", chosen_correct=False), {PAIR_TYPE_CONSISTENT}),
+        (pair_row(5, chosen_correct=None, rejected_correct=None), {}),  # other types: no verdict needed
+        (pair_row(6, scores_rejected=scores(0.0, 1.0)[::-1]), {PAIR_SCORES_SORTED}),  # names out of order
+        (pair_row(7, scores_chosen=[]), {}),  # an empty score vector is sorted
+    ],
+)
+def test_pair_helper_columns(row, expected):
+    helpers = pair_helper_columns(pa.Table.from_pylist([row], schema=relaxed(PAIR_V2)))
+    assert {name for name, values in helpers.items() if not values[0]} == set(expected)
+    assert list(helpers) == list(PAIR_HELPERS)
 
 
 def test_pair_helper_columns_missing_inputs_are_false():
-    table = pa.Table.from_pylist([pair_row(0)], schema=PAIR_V1).drop_columns(["rejected", "margin"])
-    assert pair_helper_columns(table) == {CHOSEN_DIFFERS: [False], MARGIN_CONSISTENT: [False]}
+    table = pa.Table.from_pylist([pair_row(0)], schema=PAIR_V2).drop_columns(["rejected", "margin", "pair_type"])
+    helpers = pair_helper_columns(table)
+    assert {name for name, values in helpers.items() if not values[0]} == {
+        CHOSEN_DIFFERS,
+        MARGIN_CONSISTENT,
+        PAIR_TYPE_CONSISTENT,
+    }
+
+
+@pytest.mark.parametrize(
+    ("vector", "expected"),
+    [
+        (scores(1.0, 0.5), True),  # sorted, unique
+        ([], True),  # no scores
+        (None, False),  # missing vector
+        (scores(1.0, 0.5)[::-1], False),  # unsorted
+        ([{"name": "a", "score": 1.0}, {"name": "a", "score": 0.0}], False),  # a name twice
+        ([{"name": None, "score": 1.0}], False),  # a null name
+    ],
+)
+def test_scores_sorted(vector, expected):
+    assert scores_sorted(vector) is expected
 
 
 def test_pair_suite_covers_every_column():
     suite = build_pair_suite(min_rows=5)
     keys = {(e.expectation_type, getattr(e, "column", None)) for e in suite.expectations}
-    for field in PAIR_V1:
+    for field in PAIR_V2:
         assert (OF_TYPE, field.name) in keys
         assert ((NOT_NULL, field.name) in keys) == (not field.nullable)
-    assert {(COLUMNS, None), (ROW_COUNT, None), (UNIQUE, "pair_id"), (IN_SET, CHOSEN_DIFFERS)} <= keys
+    assert {(COLUMNS, None), (ROW_COUNT, None), (UNIQUE, "pair_id"), (IN_SET, "pair_type")} <= keys
+    assert {(IN_SET, helper) for helper in PAIR_HELPERS} <= keys
 
 
 def test_suites_are_keyed_by_manifest_schema_ids():
-    assert sorted(SUITES) == ["pair_v1", "prm_v1", "rollout_v2"]
+    expected = ["pair_v2", "prm_v1", "reward_v1", "rl_v1", "rollout_v2", "sft_v1", "split_check_v1"]
+    assert sorted(SUITES) == expected
+    assert all(spec.build().name == schema for schema, spec in SUITES.items())
 
 
 def test_valid_pairs_pass_and_report_is_deterministic(tmp_path):
@@ -117,6 +156,18 @@ BAD_PAIRS = {
     "confidence_below_zero": (pair_row(16, confidence=-0.1), {(BETWEEN, "confidence")}),
     "agreement_above_one": (pair_row(17, agreement=2.0), {(BETWEEN, "agreement")}),
     "unknown_split": (pair_row(18, split="dev"), {(IN_SET, "split")}),
+    "unknown_pair_type": (pair_row(23, pair_type="random"), {(IN_SET, "pair_type")}),
+    "empty_chosen_side": (pair_row(24, chosen_n_tokens=0), {(BETWEEN, "chosen_n_tokens")}),
+    # a verified-wrong chosen side in a correct_vs_incorrect pair
+    "wrong_pair_type_verdicts": (
+        pair_row(25, pair_type="correct_vs_incorrect", chosen_correct=False),
+        {(IN_SET, PAIR_TYPE_CONSISTENT)},
+    ),
+    "same_rollout_twice": (
+        pair_row(26, rejected_rollout_id=pair_row(26)["chosen_rollout_id"]),
+        {(IN_SET, ROLLOUTS_DIFFER)},
+    ),
+    "unsorted_scores": (pair_row(27, scores_chosen=scores(1.0, 1.0)[::-1]), {(IN_SET, PAIR_SCORES_SORTED)}),
     "null_task": (pair_row(19, task=None), {(NOT_NULL, "task")}),
     # a null completion cannot be compared with the other one either
     "null_chosen": (pair_row(20, chosen=None), {(NOT_NULL, "chosen"), (IN_SET, CHOSEN_DIFFERS)}),
@@ -130,7 +181,7 @@ BAD_PAIRS = {
 @pytest.fixture(scope="module")
 def bad_pairs_report(tmp_path_factory) -> dict:
     rows = [*PAIRS, *(row for row, _ in BAD_PAIRS.values())]
-    return validate_pairs(tmp_path_factory.mktemp("bad_pairs"), rows, schema=relaxed(PAIR_V1))
+    return validate_pairs(tmp_path_factory.mktemp("bad_pairs"), rows, schema=relaxed(PAIR_V2))
 
 
 @pytest.mark.parametrize("case", sorted(BAD_PAIRS))
@@ -151,8 +202,8 @@ def test_bad_pairs_fail_nothing_else(bad_pairs_report):
 
 def test_extra_mistyped_and_missing_columns_fail(tmp_path):
     # an extra column; int64 instead of int32; a null in an int column, which pandas turns into float64
-    fields = [f.with_type(pa.int64()) if f.name == "chosen_n_tokens" else f for f in relaxed(PAIR_V1)]
-    drifted = pa.schema([*fields, pa.field("note", pa.string())], metadata=PAIR_V1.metadata)
+    fields = [f.with_type(pa.int64()) if f.name == "chosen_n_tokens" else f for f in relaxed(PAIR_V2)]
+    drifted = pa.schema([*fields, pa.field("note", pa.string())], metadata=PAIR_V2.metadata)
     rows = [{**r, "note": "x"} for r in [*PAIRS, pair_row(7, rejected_n_tokens=None)]]
     report = validate_pairs(tmp_path / "drifted", rows, schema=drifted)
     assert failed(report) == {
@@ -163,7 +214,7 @@ def test_extra_mistyped_and_missing_columns_fail(tmp_path):
     }
 
     # a missing column fails the column set, and the expectations on it fail with an exception message
-    missing = pa.schema([f for f in PAIR_V1 if f.name != "task"], metadata=PAIR_V1.metadata)
+    missing = pa.schema([f for f in PAIR_V2 if f.name != "task"], metadata=PAIR_V2.metadata)
     rows = [{k: v for k, v in r.items() if k != "task"} for r in PAIRS]
     report = validate_pairs(tmp_path / "missing", rows, schema=missing)
     assert failed(report) == {(COLUMNS, None), (NOT_NULL, "task"), (OF_TYPE, "task")}
@@ -202,9 +253,20 @@ def test_rollout_suite(tmp_path):
 def test_unknown_schema_and_unreadable_folder_are_errors(tmp_path):
     report = validate_folder(str(tmp_path), "step_label_v1", dataset="steps")
     assert not report["success"] and "no validation suite for schema 'step_label_v1'" in report["error"]
-    report = validate_folder(str(tmp_path), "pair_v1", dataset="pairs")
+    report = validate_folder(str(tmp_path), "pair_v2", dataset="pairs")
     assert not report["success"] and "no *.parquet shards" in report["error"]
     assert describe_failures(report) == [report["error"]]
+
+
+@pytest.mark.parametrize(
+    ("ids", "expected"),
+    [
+        (["a"], "['a']"),  # all shown
+        (list("abcdefg"), "['a', 'b', 'c', 'd', 'e'] and 2 more in the report"),  # a report may keep more ids
+    ],
+)
+def test_shown_ids(ids, expected):
+    assert shown(ids) == expected
 
 
 def test_plain_makes_json_values():

@@ -1,0 +1,171 @@
+"""assemble end to end on hand-made rollouts and labels: filters, every output, accounting, same bytes twice."""
+
+import hashlib
+import json
+
+import pytest
+
+from rewardmill.pipelines import assemble
+from rewardmill.pipelines.config import ConfigError
+from rewardmill.schemas import LABEL_V1, ROLLOUT_V2
+from rewardmill.transforms.io.parquet import read_rows, rows_to_table, write_table
+from tests.conftest import only_labelers, tiny_params
+
+QUESTIONS = {
+    "pa": "Tom has 3 apples and buys 4 more. How many apples does he have now?",
+    "pb": "tom has 3 apples, and buys 4 more! How many apples does he have now",  # exact duplicate of pa
+    "pc": "Tom has 3 apples and buys 4 more. How many apples does he have now in total?",  # near duplicate of pa
+    "pd": "A train leaves at noon and travels 60 miles per hour for three hours. How far does it go?",  # benchmark
+    "pe": "What is the sum of the first five positive integers?",
+    "pf": "Name a prime number larger than twenty.",
+}
+
+
+def rows(pid: str, scores: list[float | None], judge: list[float]) -> tuple[list[dict], list[dict]]:
+    rollouts, labels = [], []
+    for i, (score, j) in enumerate(zip(scores, judge, strict=True)):
+        rid = f"{pid}-r{i}"
+        rollouts.append({
+            "rollout_id": rid, "prompt_id": pid, "task": "math",
+            "messages": [{"role": "user", "content": QUESTIONS[pid]}], "reference": "7", "tests": None,
+            "constraints": None, "rubric": None, "split": "test" if pid == "pe" else "train", "sample_index": i,
+            "completion": "x" * (10 * (i + 1)), "n_tokens": 10 * (i + 1), "finish_reason": "stop",
+            "logprob_sum": None, "policy": {"name": "m", "fingerprint": "f", "backend": "b"}, "sampling": "{}",
+            "seed": i,
+        })  # fmt: skip
+        base = {"rollout_id": rid, "prompt_id": pid, "aspect": "correctness", "rationale": None, "raw": None}
+        verdict = "abstain" if score is None else ("correct" if score == 1.0 else "incorrect")
+        labels.append({**base, "labeler": "math_answer", "labeler_version": "2", "score": score,
+                       "confidence": 0.0 if score is None else 1.0, "verdict": verdict})  # fmt: skip
+        labels.append({**base, "labeler": "panel", "labeler_version": "1", "score": j, "confidence": 0.8,
+                       "verdict": "abstain"})  # fmt: skip
+    return rollouts, labels
+
+
+SPECS = {
+    "pa": ([1.0, 0.0, 1.0, 0.0], [0.9, 0.2, 0.4, 0.8]),
+    "pb": ([1.0, 0.0, 0.0, 0.0], [0.5, 0.5, 0.5, 0.5]),
+    "pc": ([1.0, 0.0, 0.0, 0.0], [0.5, 0.5, 0.5, 0.5]),
+    "pd": ([1.0, 0.0, 1.0, 0.0], [0.5, 0.5, 0.5, 0.5]),
+    "pe": ([1.0, 1.0, 1.0, 1.0], [0.7, 0.7, 0.7, 0.7]),  # all pass, equal judge scores: a tie
+    "pf": ([None, None, 0.0, 1.0], [0.1, 0.9, 0.3, 0.6]),  # two undecided: ranked by the judge alone
+}
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    all_rollouts, all_labels = [], []
+    for pid, (scores, judge) in SPECS.items():
+        r, lab = rows(pid, scores, judge)
+        all_rollouts += r
+        all_labels += lab
+    all_labels.append({**all_labels[0], "rollout_id": "ghost"})
+    for folder, schema, data in [("data/rollouts", ROLLOUT_V2, all_rollouts)] + [
+        (f"data/labels/{n}", LABEL_V1, [x for x in all_labels if x["labeler"] == n]) for n in ("math_answer", "panel")
+    ]:
+        (tmp_path / folder).mkdir(parents=True)
+        write_table(rows_to_table(data, schema), str(tmp_path / folder / "part-00000-of-00001.parquet"))
+    bench = tmp_path / "bench.jsonl"
+    bench.write_text(json.dumps({"question": QUESTIONS["pd"]}) + "\n" + json.dumps({"question": "Unrelated."}) + "\n")
+    return tmp_path
+
+
+def params(tmp_path, **pairs) -> dict:
+    p = only_labelers(tiny_params(), ("math_answer", "panel"))
+    p.pop("steps")
+    p["assemble"]["filters"]["decontaminate"]["files"] = [str(tmp_path / "bench.jsonl")]
+    p["assemble"]["pairs"].update(pairs)
+    return p
+
+
+def run(out: str = "data/datasets"):
+    assemble.main(["--rollouts", "data/rollouts", "--labels", "data/labels", "--out", out])
+
+
+def test_every_input_is_accounted_for(project, params_file):
+    strategies = ["best_vs_worst", "correct_vs_incorrect", "all_above_margin", "length_matched", "best_vs_random"]
+    params_file(params(project, strategies=strategies, min_agreement=0.3))
+    run()
+    out = project / "data/datasets"
+    rewards = {r["rollout_id"]: r for r in read_rows(str(out / "_rewards"))}
+    assert len(rewards) == 24
+    statuses = {pid: {rewards[f"{pid}-r{i}"]["status"] for i in range(4)} for pid in SPECS}
+    assert statuses == {
+        "pa": {"kept"},
+        "pb": {"duplicate_prompt"},
+        "pc": {"near_duplicate_prompt"},
+        "pd": {"contaminated"},
+        "pe": {"kept"},
+        "pf": {"kept"},
+    }
+    rejects = read_rows(str(out / "_rewards/_rejects"))
+    assert len(rejects) == 12 + 1 and {r["reason"] for r in rejects if r["row_id"] == "ghost/math_answer/correctness"}
+    assert "bench.jsonl:1" in next(r["detail"] for r in rejects if r["reason"] == "contaminated")
+    # the judge ranks inside a class: pa-r0 (0.75 + 0.25 * 0.9) above pa-r2
+    assert rewards["pa-r0"]["reward"] == pytest.approx(0.975) and rewards["pa-r2"]["reward"] == pytest.approx(0.85)
+    assert rewards["pf-r1"]["correct"] is None and rewards["pf-r1"]["reward"] == pytest.approx(0.9)
+
+    pairs = read_rows(str(out / "pairs"))
+    pair_rejects = read_rows(str(out / "pairs/_rejects"))
+    manifest = json.loads((out / "pairs/_manifest.json").read_text())
+    counts = manifest["counts"]
+    assert counts["pairs_candidates"] == len(pairs) + counts["pairs_dropped"] + counts["pairs_repeated"]
+    assert manifest["pair_types"] == {t: sum(p["pair_type"] == t for p in pairs) for t in manifest["pair_types"]}
+    for strategy in strategies:
+        paired = {p["prompt_id"] for p in pairs if p["pair_type"] == strategy}
+        no_pair = {r["row_id"].split("/")[0]: r["reason"] for r in pair_rejects if r["row_id"].endswith(strategy)}
+        dropped = {json.loads(r["payload"])["prompt_id"] for r in pair_rejects if r["payload"]}
+        assert not paired & set(no_pair)
+        assert set(SPECS) - paired - set(no_pair) - dropped <= {p["prompt_id"] for p in pairs}  # repeats
+        assert no_pair["pb"] == "duplicate_prompt" and no_pair["pe"] == "tie" and no_pair["pd"] == "contaminated"
+    assert {p["prompt_id"] for p in pairs} == {"pa", "pf"}
+    assert all(p["agreement"] >= 0.3 and p["margin"] > 0 for p in pairs)
+
+    rl = {r["prompt_id"]: r for r in read_rows(str(out / "rl"))}
+    assert set(rl) == {"pa", "pe", "pf"} and rl["pe"]["all_pass"] and rl["pf"]["n_verified"] == 2
+    assert {r["row_id"] for r in read_rows(str(out / "rl/_rejects"))} == {"pb", "pc", "pd"}
+    sft = read_rows(str(out / "sft"))
+    assert [s["rollout_id"] for s in sft] == ["pa-r0", "pe-r0", "pf-r3"]
+
+
+def test_same_inputs_same_bytes(project, params_file):
+    params_file(params(project, strategies=["best_vs_random", "all_above_margin"]))
+    run("a")
+    run("b")
+
+    def digests(root):
+        return {
+            str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in root.rglob("*")
+            if p.is_file()
+        }
+
+    assert digests(project / "a") == digests(project / "b")
+
+
+def test_bad_benchmark_file_fails_before_work(project, params_file):
+    p = params(project)
+    p["assemble"]["filters"]["decontaminate"]["files"] = ["nope.jsonl"]
+    params_file(p)
+    with pytest.raises(FileNotFoundError, match="nope.jsonl"):
+        run()
+    assert not (project / "data/datasets").exists()
+
+
+@pytest.mark.parametrize(
+    "section, key, value, message",
+    [
+        ("pairs", "strategies", ["best_of_n"], "best_of_n"),
+        ("aggregate", "rank_weight", 0.6, "rank_weight"),
+        ("aggregate", "gates", ["mathanswer"], "mathanswer"),  # a typo of a labeler name
+        ("filters", "min_confidence", 2.0, "min_confidence"),
+        ("pairs", "max_pairs", 2, "max_pairs"),  # unknown key
+    ],
+)
+def test_config_errors_name_the_key(project, params_file, section, key, value, message):
+    p = params(project)
+    p["assemble"][section][key] = value
+    params_file(p)
+    with pytest.raises(ConfigError, match=message):
+        run()

@@ -1,0 +1,87 @@
+import pytest
+
+from rewardmill.transforms.aggregate.reward import AggregateConfig, score_rollouts
+from tests.transforms.aggregate.frames import label, labels, rollouts
+
+CFG = AggregateConfig(gates=("math", "code"), weights={"judge": 1.0, "panel": 3.0}, rank_weight=0.25)
+
+
+def one(labs, cfg=CFG) -> dict:
+    return score_rollouts(rollouts(("a", 10)), labels(*labs), cfg).row(0, named=True)
+
+
+@pytest.mark.parametrize(
+    "labs, reward, correct, verified_by",
+    [
+        # a gate alone: the reward is its verdict
+        ([label("a", "math", 1.0, "correct")], 1.0, True, "math"),
+        ([label("a", "math", 0.0, "incorrect")], 0.0, False, "math"),
+        # a judge moves a verified reward inside its class only: 0.75 + 0.25 * 0.2
+        ([label("a", "math", 1.0, "correct"), label("a", "judge", 0.2, "incorrect")], 0.8, True, "math"),
+        # ... and cannot lift a wrong answer above 0.25 even at full score
+        ([label("a", "math", 0.0, "incorrect"), label("a", "judge", 1.0, "correct")], 0.25, False, "math"),
+        # weights: (1 * 0.0 + 3 * 1.0) / 4 = 0.75 -> 0.75 * 0.25 + 0.75
+        (
+            [label("a", "math", 1.0, "correct"), label("a", "judge", 0.0, "x"), label("a", "panel", 1.0, "x")],
+            0.9375,
+            True,
+            "math",
+        ),
+        # the first gate in params order decides, not the first label
+        ([label("a", "code", 0.0, "incorrect"), label("a", "math", 1.0, "correct")], 1.0, True, "math"),
+        # an undecided gate (abstain, null score) leaves the next gate to decide
+        ([label("a", "math", None, "abstain", 0.0), label("a", "code", 0.0, "incorrect")], 0.0, False, "code"),
+        # a gate below min_gate_confidence does not decide: the judge's score is the reward
+        ([label("a", "math", 1.0, "correct", 0.4), label("a", "judge", 0.3, "x")], 0.3, None, None),
+        # no gate, no weighted score: no reward (never a silent 0)
+        ([label("a", "math", None, "error", 0.0)], None, None, None),
+        ([], None, None, None),
+    ],
+)
+def test_gates_decide_and_model_scores_rank(labs, reward, correct, verified_by):
+    row = one(labs)
+    assert row["reward"] == pytest.approx(reward) if reward is not None else row["reward"] is None
+    assert row["correct"] is correct and row["verified_by"] == verified_by
+
+
+def test_unweighted_labelers_stay_in_the_score_vector_only():
+    row = one([label("a", "math", 1.0, "correct"), label("a", "length", 0.1, "x", aspect="brevity", version="2")])
+    assert row["reward"] == 1.0 and row["model_score"] is None  # default_weight 0
+    assert row["scores"] == [{"name": "length/brevity", "score": 0.1}, {"name": "math/correctness", "score": 1.0}]
+    assert row["label_sources"] == ["length@2", "math@1"]
+
+
+def test_confidence_and_agreement():
+    # gated: the gate's confidence; agreement = share of model votes on the gate's side (1 of 2)
+    row = one([label("a", "math", 1.0, "correct", 0.9), label("a", "judge", 0.9, "x"), label("a", "panel", 0.1, "x")])
+    assert row["confidence"] == 0.9 and row["agreement"] == 0.5
+    # ungated: weighted judge confidence x (1 - 2 * spread); scores 0.5 and 0.7 -> spread 0.1
+    row = one([label("a", "judge", 0.5, "x", 0.8), label("a", "panel", 0.7, "x", 0.8)])
+    assert row["confidence"] == pytest.approx(0.8 * 0.8) and row["agreement"] == pytest.approx(0.8)
+    # one model score: nothing to agree with
+    assert one([label("a", "judge", 0.5, "x", 0.8)])["agreement"] is None
+
+
+def test_order_of_labels_does_not_matter():
+    labs = [label("a", "math", 1.0, "correct"), label("a", "judge", 0.2, "x"), label("a", "panel", 0.6, "x")]
+    assert one(labs) == one(labs[::-1])
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"rank_weight": 0.5}, "rank_weight"),  # 0.5 would let a judge tie a verified-wrong answer with a right one
+        ({"gates": ("math",), "weights": {"math": 1.0}}, "gates and weighted"),
+        ({"gates": ("math", "math")}, "twice"),
+        ({"weights": {"judge": -1.0}}, ">= 0"),
+        ({"min_gate_confidence": 2.0}, "min_gate_confidence"),
+    ],
+)
+def test_config_errors(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        AggregateConfig(**kwargs)
+
+
+def test_unknown_labelers_are_named():
+    with pytest.raises(ValueError, match=r"\['judge'\]"):
+        AggregateConfig(gates=("math",), weights={"judge": 1.0}).check_labelers(["math", "panel"])

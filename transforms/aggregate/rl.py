@@ -1,0 +1,64 @@
+"""RL prompts: pass rate over the policy's own samples, a difficulty bucket, and flags for 0/k and k/k prompts.
+
+In: scored rollouts with `status` (status.with_status) plus the prompt columns they carry (messages, task,
+reference, tests, constraints, split). Out: an RL_V1 table, one row per prompt that no prompt-level filter flagged.
+Every rollout of the prompt counts (a low-confidence or truncated sample is still a sample of its difficulty); only a
+rule verifier's verdict counts as a pass, so `pass_rate` is null when no gate decided any sample.
+"""
+
+from dataclasses import dataclass
+
+import polars as pl
+import pyarrow as pa
+
+from rewardmill.schemas import RL_V1
+
+
+@dataclass(frozen=True)
+class RlConfig:
+    """params `assemble.rl`."""
+
+    easy: float = 0.75  # pass_rate >= easy is easy
+    hard: float = 0.25  # 0 < pass_rate <= hard is hard; in between medium; 0 is unsolved
+
+    def __post_init__(self):
+        if not 0.0 < self.hard < self.easy <= 1.0:
+            raise ValueError(f"need 0 < hard < easy <= 1, got hard={self.hard} easy={self.easy}")
+
+
+def build_rl_rows(scored: pl.DataFrame, flagged: set[str], cfg: RlConfig) -> pa.Table:
+    grouped = (
+        scored.filter(~pl.col("prompt_id").is_in(sorted(flagged)))
+        .group_by("prompt_id")  # the prompt columns are the same on every rollout of a prompt: first() is any
+        .agg(
+            prompt=pl.col("messages").first(),
+            task=pl.col("task").first(),
+            reference=pl.col("reference").first(),
+            tests=pl.col("tests").first(),
+            constraints=pl.col("constraints").first(),
+            n_samples=pl.len().cast(pl.Int32),
+            n_verified=pl.col("correct").count().cast(pl.Int32),
+            n_correct=pl.col("correct").sum().cast(pl.Int32),
+            mean_reward=pl.col("reward").sort_by("rollout_id").mean(),  # a fixed summation order: same bits
+            split=pl.col("split").first(),
+        )
+    )
+    rate = pl.col("n_correct") / pl.col("n_verified")
+    difficulty = (
+        pl.when(pl.col("n_verified") == 0)
+        .then(pl.lit("unverified"))
+        .when(pl.col("n_correct") == 0)
+        .then(pl.lit("unsolved"))
+        .when(rate >= cfg.easy)
+        .then(pl.lit("easy"))
+        .when(rate <= cfg.hard)
+        .then(pl.lit("hard"))
+        .otherwise(pl.lit("medium"))
+    )
+    rows = grouped.with_columns(
+        pass_rate=pl.when(pl.col("n_verified") > 0).then(rate).otherwise(None),
+        difficulty=difficulty,
+        zero_pass=(pl.col("n_verified") > 0) & (pl.col("n_correct") == 0),
+        all_pass=(pl.col("n_verified") > 0) & (pl.col("n_correct") == pl.col("n_verified")),
+    )
+    return rows.select(RL_V1.names).to_arrow().cast(RL_V1)

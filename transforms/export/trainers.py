@@ -1,0 +1,117 @@
+"""The dataset card's "Training with TRL" snippets: one per exported config, chosen by its TRL dataset type.
+
+In: a config's name, kind (hub_layout.ConfigSpec.kind), train split and, for stepwise rows, its steps labelers;
+`where` is what `load_dataset` is given (the export folder or the Hub repo id). Out: a markdown subsection. Pure.
+
+The snippets follow TRL's current API: `DPOTrainer` / `RewardTrainer` (preference; RewardTrainer reads the optional
+`margin` column), `trl.experimental.prm.PRMTrainer` (stepwise supervision, standard format), `SFTTrainer`
+(prompt-completion; loss on the completion only by default) and `GRPOTrainer` (prompt-only; every column but
+`prompt` reaches reward functions as a keyword argument, and a reward of None means "not applicable").
+"""
+
+TITLES = {
+    "preference": "DPOTrainer or RewardTrainer",
+    "stepwise": "PRMTrainer",
+    "prompt_completion": "SFTTrainer",
+    "prompt_only": "GRPOTrainer",
+}
+
+
+def training_section(config: str, kind: str, split: str, where: str, step_labelers: tuple[str, ...] = ()) -> str:
+    """-> `### <config>: <trainer>` with a sentence on the columns and a short runnable snippet."""
+    build = {"preference": _preference, "stepwise": _stepwise, "prompt_completion": _sft, "prompt_only": _grpo}
+    if kind not in build:
+        return ""
+    text, code = build[kind](config, split, step_labelers)
+    load = [
+        "from datasets import load_dataset",
+        *code[0],
+        "",
+        f'ds = load_dataset("{where}", "{config}")',
+        *code[1],
+    ]
+    return "\n".join([f"### `{config}`: {TITLES[kind]}", "", text, "", "```python", *load, "```"])
+
+
+def _preference(config: str, split: str, _) -> tuple[str, tuple[list[str], list[str]]]:
+    text = (
+        "`prompt`, `chosen` and `rejected` are TRL's conversational preference format with an explicit prompt: "
+        "`DPOTrainer` and `RewardTrainer` load them as they are and apply the model's chat template. "
+        "`RewardTrainer` also reads `margin` (the reward gap) when the column is present. The other columns are "
+        "lineage the trainers do not read; filter on them first, e.g. "
+        '`ds.filter(lambda r: r["agreement"] == 1.0)` or by `pair_type`.'
+    )
+    imports = ["from trl import DPOConfig, DPOTrainer, RewardConfig, RewardTrainer"]
+    body = [
+        f'dpo = DPOTrainer(model="path/to/policy", args=DPOConfig(output_dir="dpo"), train_dataset=ds["{split}"])',
+        f'rm = RewardTrainer(model="path/to/base", args=RewardConfig(output_dir="rm"), train_dataset=ds["{split}"])',
+    ]
+    return text, (imports, body)
+
+
+def _stepwise(config: str, split: str, step_labelers: tuple[str, ...]) -> tuple[str, tuple[list[str], list[str]]]:
+    text = (
+        "`prompt` (a string), `completions` (the steps) and `labels` (one bool per step) are TRL's stepwise "
+        "supervision format in its standard (not conversational) form, which `PRMTrainer` expects. It joins the "
+        'steps with `step_separator` (`"\\n"` by default) and casts labels with `int()`; the soft labels stay in '
+        "`soft_labels`. A rollout labelled by several steps labelers has one row per labeler: keep one labeler's "
+        "rows (`labeler` column) so no rollout is counted twice."
+    )
+    imports = [
+        "from transformers import AutoModelForTokenClassification, AutoTokenizer",
+        "from trl.experimental.prm import PRMConfig, PRMTrainer  # TRL < 0.26: from trl import ...",
+    ]
+    keep = f'ds["{split}"]'
+    if len(step_labelers) > 1:
+        keep = f'ds["{split}"].filter(lambda r: r["labeler"] == "{step_labelers[0]}")'
+    body = [
+        f"train = {keep}",
+        'model = AutoModelForTokenClassification.from_pretrained("path/to/base", num_labels=2)',
+        'tokenizer = AutoTokenizer.from_pretrained("path/to/base")',
+        'trainer = PRMTrainer(model=model, args=PRMConfig(output_dir="prm"), processing_class=tokenizer,',
+        "                     train_dataset=train)",
+    ]
+    return text, (imports, body)
+
+
+def _sft(config: str, split: str, _) -> tuple[str, tuple[list[str], list[str]]]:
+    text = (
+        "`prompt` and `completion` are TRL's conversational prompt-completion format: `SFTTrainer` applies the chat "
+        "template and, by default, computes the loss on the completion only. Every row is a sample of the policy "
+        "itself that its labelers scored highly (rejection sampling); `rank`, `reward` and `correct` let you keep "
+        "fewer or stricter rows."
+    )
+    imports = ["from trl import SFTConfig, SFTTrainer"]
+    body = [
+        'trainer = SFTTrainer(model="path/to/policy", args=SFTConfig(output_dir="sft"),',
+        f'                     train_dataset=ds["{split}"])',
+    ]
+    return text, (imports, body)
+
+
+def _grpo(config: str, split: str, _) -> tuple[str, tuple[list[str], list[str]]]:
+    text = (
+        "`prompt` is TRL's conversational prompt-only format, which `GRPOTrainer` samples from. Every other column "
+        "(`reference`, `tests`, `constraints`, `task`, `pass_rate`, ...) reaches each reward function as a keyword "
+        "argument of the same name, and a reward function returns None where it does not apply. Prompts the policy "
+        "always or never solves (`all_pass`, `zero_pass`) give no group-relative signal; `difficulty` buckets the "
+        "rest."
+    )
+    imports = ["from math_verify import parse, verify", "from trl import GRPOConfig, GRPOTrainer"]
+    body = [
+        "",
+        "",
+        "def reference_reward(completions, reference, task, **kwargs):",
+        '    """1.0 when the answer equals `reference`; None (skipped) where there is nothing to check against."""',
+        "    rewards = []",
+        "    for completion, ref, kind in zip(completions, reference, task):",
+        '        gold = parse(ref) if kind == "math" and ref else []',
+        '        rewards.append(float(verify(gold, parse(completion[0]["content"]))) if gold else None)',
+        "    return rewards",
+        "",
+        "",
+        f'train = ds["{split}"].filter(lambda r: not (r["zero_pass"] or r["all_pass"]))',
+        'trainer = GRPOTrainer(model="path/to/policy", reward_funcs=reference_reward,',
+        '                      args=GRPOConfig(output_dir="grpo"), train_dataset=train)',
+    ]
+    return text, (imports, body)

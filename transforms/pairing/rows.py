@@ -1,0 +1,136 @@
+"""Chosen pairs -> PAIR_V2 rows, after the pair-level filters (agreement, length ratio, length balance).
+
+In: the pairs strategies.choose_pairs picked and the scored rollouts they point at (reward.score_rollouts columns
+plus `messages` and `completion`). Out: a PAIR_V2 table and the dropped pairs as (row_id = pair_id, reason, detail).
+"""
+
+import hashlib
+
+import polars as pl
+import pyarrow as pa
+
+from rewardmill.schemas import PAIR_V2
+from rewardmill.transforms.pairing.strategies import PairsConfig, length_ratio, stable_hash
+
+SIDE_COLUMNS = ("rollout_id", "completion", "reward", "correct", "n_tokens", "confidence", "scores", "label_sources")
+
+
+def pair_ids(prompt_ids: pl.Series, chosen: pl.Series, rejected: pl.Series) -> pl.Series:
+    return pl.Series(
+        [
+            hashlib.sha256(f"{p}\x00{c}\x00{r}".encode()).hexdigest()
+            for p, c, r in zip(prompt_ids, chosen, rejected, strict=True)
+        ],
+        dtype=pl.String,
+    )
+
+
+def pair_agreement(pairs: pl.DataFrame, scored: pl.DataFrame) -> pl.Series:
+    """Per pair: share of the named scores present on both sides that order the pair as it is (ties count against);
+    0.0 when no score is on both sides."""
+    long = (
+        scored.select("rollout_id", "scores").explode("scores").unnest("scores").filter(pl.col("score").is_not_null())
+    )
+    votes = (
+        pairs.select("pair_id", "chosen_id", "rejected_id")
+        .join(long.rename({"rollout_id": "chosen_id", "score": "s_chosen"}), on="chosen_id")
+        .join(long.rename({"rollout_id": "rejected_id", "score": "s_rejected"}), on=["rejected_id", "name"])
+        .group_by("pair_id")
+        .agg(agreement=(pl.col("s_chosen") > pl.col("s_rejected")).mean())
+    )
+    return (
+        pairs.select("pair_id")
+        .join(votes, on="pair_id", how="left", maintain_order="left")["agreement"]
+        .fill_null(0.0)
+    )
+
+
+def filter_pairs(pairs: pl.DataFrame, cfg: PairsConfig) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """pairs with pair_id, agreement, n_tokens_c, n_tokens_r -> (kept, dropped as row_id/reason/detail)."""
+    ratio = length_ratio(pl.col("n_tokens_c"), pl.col("n_tokens_r"))
+    reason = pl.when(pl.col("agreement") < cfg.min_agreement).then(pl.lit("low_agreement"))
+    detail = pl.when(pl.col("agreement") < cfg.min_agreement).then(
+        pl.lit("agreement ")
+        + pl.col("agreement").round(4).cast(pl.String)
+        + pl.lit(f" < min_agreement {cfg.min_agreement}")
+    )
+    if cfg.max_length_ratio is not None:
+        reason = reason.when(ratio > cfg.max_length_ratio).then(pl.lit("length_ratio"))
+        detail = detail.when(ratio > cfg.max_length_ratio).then(
+            pl.lit("token ratio ")
+            + ratio.round(3).cast(pl.String)
+            + pl.lit(f" > max_length_ratio {cfg.max_length_ratio}")
+        )
+    marked = pairs.with_columns(_reason=reason.otherwise(None), _detail=detail.otherwise(None))
+    if cfg.balance_length:
+        marked = balance(marked)
+    dropped = marked.filter(pl.col("_reason").is_not_null()).select(
+        row_id="pair_id",
+        reason="_reason",
+        detail=pl.col("pair_type") + pl.lit(": ") + pl.col("_detail"),
+        payload=pl.struct("prompt_id", "pair_type", chosen="chosen_id", rejected="rejected_id").struct.json_encode(),
+    )
+    return marked.filter(pl.col("_reason").is_null()).drop("_reason", "_detail"), dropped
+
+
+def balance(marked: pl.DataFrame) -> pl.DataFrame:
+    """Mark pairs whose chosen side is longer (lowest hash of pair_id first) until it is longer in at most half of the
+    pairs left: the length-only preference then explains no more than chance."""
+    alive = marked.filter(pl.col("_reason").is_null())
+    longer = alive.filter(pl.col("n_tokens_c") > pl.col("n_tokens_r"))
+    excess = max(0, longer.height - (alive.height - longer.height))
+    if excess == 0:
+        return marked
+    victims = (
+        longer.with_columns(_h=stable_hash(longer["pair_id"], 0))
+        .sort("_h", "pair_id")
+        .head(excess)["pair_id"]
+        .to_list()
+    )
+    hit = pl.col("pair_id").is_in(victims)
+    return marked.with_columns(
+        _reason=pl.when(hit).then(pl.lit("length_balance")).otherwise(pl.col("_reason")),
+        _detail=pl.when(hit)
+        .then(pl.lit(f"chosen was longer in {longer.height} of {alive.height} pairs; balance_length drops {excess}"))
+        .otherwise(pl.col("_detail")),
+    )
+
+
+def build_pair_rows(picked: pl.DataFrame, scored: pl.DataFrame, cfg: PairsConfig) -> tuple[pa.Table, pl.DataFrame]:
+    """picked (strategies.PAIR_COLUMNS) + scored rollouts -> (PAIR_V2 table, dropped pairs)."""
+    side = scored.select(*SIDE_COLUMNS)
+    prompt = scored.select("rollout_id", "messages", "task", "split")
+    pairs = (
+        picked.join(side.rename({c: f"{c}_c" for c in SIDE_COLUMNS}), left_on="chosen_id", right_on="rollout_id_c")
+        .join(side.rename({c: f"{c}_r" for c in SIDE_COLUMNS}), left_on="rejected_id", right_on="rollout_id_r")
+        .join(prompt, left_on="chosen_id", right_on="rollout_id")
+    )
+    pairs = pairs.with_columns(pair_id=pair_ids(pairs["prompt_id"], pairs["chosen_id"], pairs["rejected_id"]))
+    pairs = pairs.with_columns(agreement=pair_agreement(pairs, scored))
+    kept, dropped = filter_pairs(pairs, cfg)
+    assistant = {"role": pl.lit("assistant")}
+    rows = kept.select(
+        "pair_id",
+        "prompt_id",
+        prompt="messages",
+        chosen=pl.concat_list(pl.struct(**assistant, content=pl.col("completion_c"))),
+        rejected=pl.concat_list(pl.struct(**assistant, content=pl.col("completion_r"))),
+        score_chosen="reward_c",
+        score_rejected="reward_r",
+        margin=pl.col("reward_c") - pl.col("reward_r"),
+        confidence=pl.min_horizontal("confidence_c", "confidence_r"),
+        agreement="agreement",
+        pair_type="pair_type",
+        chosen_rollout_id="chosen_id",
+        rejected_rollout_id="rejected_id",
+        chosen_n_tokens="n_tokens_c",
+        rejected_n_tokens="n_tokens_r",
+        chosen_correct="correct_c",
+        rejected_correct="correct_r",
+        scores_chosen="scores_c",
+        scores_rejected="scores_r",
+        label_sources=pl.concat_list("label_sources_c", "label_sources_r").list.unique().list.sort(),
+        task="task",
+        split="split",
+    ).sort("pair_id")
+    return rows.to_arrow().cast(PAIR_V2), dropped
