@@ -159,6 +159,95 @@ def test_every_input_is_used_or_rejected_with_a_reason(project):
     assert len(rl) + len(read_rows(str(datasets / "rl/_rejects"))) == len(prompt_ids)
 
 
+def test_every_exported_config_trains_a_step_in_trl(project, tmp_path):
+    """Each config loads by name and goes into its TRL trainer as is (no renaming): one step each, on the policy."""
+    from datasets import concatenate_datasets, load_dataset
+    from transformers import (
+        AutoModelForCausalLM,
+        AutoModelForSequenceClassification,
+        AutoModelForTokenClassification,
+        AutoTokenizer,
+    )
+    from trl import DPOConfig, DPOTrainer, GRPOConfig, GRPOTrainer, RewardConfig, RewardTrainer, SFTConfig, SFTTrainer
+    from trl.experimental.prm import PRMConfig, PRMTrainer
+
+    model = str(project / "models/policy")
+    tokenizer = AutoTokenizer.from_pretrained(model)
+    common = {
+        "max_steps": 1,
+        "per_device_train_batch_size": 2,
+        "report_to": [],
+        "use_cpu": True,
+        "save_strategy": "no",
+    }
+
+    def rows(config: str):
+        ds = load_dataset(str(project / "export"), config)
+        both = concatenate_datasets([ds[split] for split in sorted(ds)])
+        assert len(both) >= 2, config
+        return both.select(range(2))
+
+    def one_step(trainer) -> float:
+        loss = trainer.train().training_loss
+        assert loss == loss, trainer  # a number, not NaN
+        return loss
+
+    pairs = rows("pairs")
+    one_step(
+        DPOTrainer(
+            model=AutoModelForCausalLM.from_pretrained(model),
+            processing_class=tokenizer,
+            args=DPOConfig(output_dir=str(tmp_path / "dpo"), max_length=128, **common),
+            train_dataset=pairs,
+        )
+    )
+    reward_model = AutoModelForSequenceClassification.from_pretrained(model, num_labels=1)
+    reward_model.config.pad_token_id = tokenizer.pad_token_id
+    one_step(
+        RewardTrainer(
+            model=reward_model,
+            processing_class=tokenizer,
+            train_dataset=pairs,
+            args=RewardConfig(output_dir=str(tmp_path / "rm"), max_length=128, **common),
+        )
+    )
+    one_step(
+        SFTTrainer(
+            model=AutoModelForCausalLM.from_pretrained(model),
+            processing_class=tokenizer,
+            args=SFTConfig(output_dir=str(tmp_path / "sft"), max_length=128, **common),
+            train_dataset=rows("sft"),
+        )
+    )
+    prm_model = AutoModelForTokenClassification.from_pretrained(model, num_labels=2)
+    prm_model.config.pad_token_id = tokenizer.pad_token_id
+    one_step(
+        PRMTrainer(
+            model=prm_model,
+            processing_class=tokenizer,
+            train_dataset=rows("prm"),
+            args=PRMConfig(output_dir=str(tmp_path / "prm"), max_length=128, **common),
+        )
+    )
+
+    def contains_reference(completions, reference, **_):  # the rl config's columns reach reward functions
+        return [
+            None if ref is None else float(ref in c[0]["content"])
+            for c, ref in zip(completions, reference, strict=True)
+        ]
+
+    grpo = GRPOConfig(output_dir=str(tmp_path / "grpo"), num_generations=2, max_completion_length=8, **common)
+    one_step(
+        GRPOTrainer(
+            model=AutoModelForCausalLM.from_pretrained(model),
+            reward_funcs=contains_reference,
+            args=grpo,
+            train_dataset=rows("rl"),
+            processing_class=tokenizer,
+        )
+    )
+
+
 def test_second_repro_is_a_noop_and_status_clean(project):
     out = run([str(BIN / "dvc"), "repro"], project)
     assert "Running stage" not in out, out

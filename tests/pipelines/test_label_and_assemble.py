@@ -12,13 +12,15 @@ from rewardmill.transforms.io.parquet import read_rows, rows_to_table, write_tab
 from rewardmill.transforms.labelers.math_answer import MathAnswerVerifier
 from tests.conftest import only_labelers, tiny_params
 
+MSG = [{"role": "user", "content": "What is 2 + 2?"}]
+
 
 def rollout(prompt_id: str, index: int, completion: str, reference: str | None = "4", finish: str = "stop") -> dict:
     return {
         "rollout_id": f"{prompt_id}-r{index}",
         "prompt_id": prompt_id,
         "task": "math",
-        "messages": [{"role": "user", "content": f"Prompt {prompt_id}: what is 2 + 2?"}],  # not duplicates
+        "messages": MSG,
         "reference": reference,
         "tests": None,
         "constraints": None,
@@ -56,6 +58,7 @@ def rollouts_dir(tmp_path):
 
 def test_label_then_assemble(tmp_path, params_file, rollouts_dir):
     params = only_labelers(tiny_params(), ("math_answer", "code_tests"))  # the rule verifiers
+    params["assemble"]["filters"]["dedup"].update(exact=False, near_threshold=None)  # every prompt asks MSG
     params.pop("steps")  # pairs only (tests/pipelines/test_assemble_prm.py covers the PRM output)
     params_file(params)
     labels_dir = tmp_path / "data/labels"

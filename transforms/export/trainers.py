@@ -4,7 +4,8 @@ In: a config's name, kind (hub_layout.ConfigSpec.kind), train split and, for ste
 `where` is what `load_dataset` is given (the export folder or the Hub repo id). Out: a markdown subsection. Pure.
 
 The snippets follow TRL's current API: `DPOTrainer` / `RewardTrainer` (preference; RewardTrainer reads the optional
-`margin` column), `trl.experimental.prm.PRMTrainer` (stepwise supervision, standard format), `SFTTrainer`
+`margin` column), `trl.experimental.prm.PRMTrainer` (stepwise supervision, standard format; TRL 0.26 to 1.13, removed
+after), `SFTTrainer`
 (prompt-completion; loss on the completion only by default) and `GRPOTrainer` (prompt-only; every column but
 `prompt` reaches reward functions as a keyword argument, and a reward of None means "not applicable").
 """
@@ -55,11 +56,12 @@ def _stepwise(config: str, split: str, step_labelers: tuple[str, ...]) -> tuple[
         "supervision format in its standard (not conversational) form, which `PRMTrainer` expects. It joins the "
         'steps with `step_separator` (`"\\n"` by default) and casts labels with `int()`; the soft labels stay in '
         "`soft_labels`. A rollout labelled by several steps labelers has one row per labeler: keep one labeler's "
-        "rows (`labeler` column) so no rollout is counted twice."
+        "rows (`labeler` column) so no rollout is counted twice. TRL removed `PRMTrainer` after 1.13 (it lived in "
+        "`trl.experimental.prm` from 0.26): pin `trl<=1.13` to use it."
     )
     imports = [
         "from transformers import AutoModelForTokenClassification, AutoTokenizer",
-        "from trl.experimental.prm import PRMConfig, PRMTrainer  # TRL < 0.26: from trl import ...",
+        "from trl.experimental.prm import PRMConfig, PRMTrainer  # trl 0.26 to 1.13; before 0.26: from trl import ...",
     ]
     keep = f'ds["{split}"]'
     if len(step_labelers) > 1:
