@@ -48,9 +48,9 @@ from rewardmill.schemas import (
     SFT_V1,
     STEP_LABEL_V1,
 )
-from rewardmill.transforms.aggregate.bucket import LABEL_COLUMNS, ROLLOUT_COLUMNS, CoreConfig, assemble_bucket
+from rewardmill.transforms.aggregate.bucket import ROLLOUT_COLUMNS, CoreConfig, assemble_bucket
 from rewardmill.transforms.aggregate.prompt_flags import FiltersConfig, prompt_flags
-from rewardmill.transforms.aggregate.reward import AggregateConfig
+from rewardmill.transforms.aggregate.reward import LABEL_COLUMNS, AggregateConfig
 from rewardmill.transforms.aggregate.rl import RlConfig
 from rewardmill.transforms.aggregate.sft import SftConfig
 from rewardmill.transforms.filters.contamination import load_benchmarks
@@ -174,7 +174,7 @@ class WriteJson(beam.DoFn):
 class MakePrmRows(beam.DoFn):
     """(rollout_id, {rollouts, steps}) -> one PRM_V1 row per steps labeler that labeled the rollout.
 
-    Input: the rollout (ROLLOUT_V2 carries the prompt fields build_prm_row reads) and its STEP_LABEL_V1 rows from
+    Input: the rollout (its ROLLOUT_COLUMNS hold the prompt fields build_prm_row reads) and its STEP_LABEL_V1 rows from
     every steps labeler. A (labeler, rollout) whose step labels cannot make a row is rejected with build_prm_row's
     reason; step labels without a rollout are rejected as `orphan_step_label`. Every (labeler, rollout) with step
     labels thus gives exactly one row or one reject, whose row_id is `<rollout_id>/<labeler>` (unique, so the
@@ -208,8 +208,8 @@ class MakePrmRows(beam.DoFn):
 
 
 class AssemblePrm(beam.PTransform):
-    """Keyed rollouts (rollout_id, ROLLOUT_V2 row) + the step labels under `steps_dirs` -> PRM_V1 rows in `prm_dir`,
-    their rejects in `prm_dir/_rejects/`."""
+    """Keyed rollouts (rollout_id, ROLLOUT_COLUMNS row) + the step labels under `steps_dirs` -> PRM_V1 rows in
+    `prm_dir`, their rejects in `prm_dir/_rejects/`."""
 
     def __init__(self, steps_dirs: list[str], prm_dir: str, truncate_after_error: bool, num_shards: int):
         super().__init__()
@@ -278,9 +278,9 @@ def build(
         | "Write counts" >> beam.ParDo(WriteJson(str(Path(out_dir) / COUNTS_FILE)))
     )
     if steps_dirs:
-        rollouts = (
-            p
-            | "Read rollouts for PRM" >> ReadStageOutput(rollouts_dir, ROLLOUT_V2)
+        rollouts = (  # the tables read above carry every column build_prm_row reads: no second read
+            rollout_tables
+            | "Rollout rows" >> beam.FlatMap(lambda t: t.to_pylist())
             | "Key rollouts" >> beam.Map(lambda r: (r["rollout_id"], r))
         )
         _ = rollouts | "PRM" >> AssemblePrm(

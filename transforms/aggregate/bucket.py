@@ -12,7 +12,7 @@ import polars as pl
 import pyarrow as pa
 
 from rewardmill.schemas import REJECT_V1, REWARD_V1
-from rewardmill.transforms.aggregate.reward import AggregateConfig, score_rollouts
+from rewardmill.transforms.aggregate.reward import LABEL_COLUMNS, AggregateConfig, score_rollouts
 from rewardmill.transforms.aggregate.rl import RlConfig, build_rl_rows
 from rewardmill.transforms.aggregate.sft import SftConfig, build_sft_rows
 from rewardmill.transforms.aggregate.status import KEPT, RolloutFilterConfig, flags_frame, with_status
@@ -20,12 +20,10 @@ from rewardmill.transforms.pairing.rows import build_pair_rows
 from rewardmill.transforms.pairing.strategies import PairsConfig, choose_pairs
 
 STAGE = "assemble"
-OUTPUTS = ("_rewards", "pairs", "rl", "sft")
 ROLLOUT_COLUMNS = (
     "rollout_id", "prompt_id", "task", "messages", "reference", "tests", "constraints", "split", "completion",
     "n_tokens", "finish_reason",
 )  # fmt: skip
-LABEL_COLUMNS = ("rollout_id", "labeler", "labeler_version", "aspect", "score", "confidence", "verdict")
 
 
 @dataclass(frozen=True)
@@ -57,7 +55,8 @@ def assemble_bucket(
     ro = pl.from_arrow(rollouts.select(list(ROLLOUT_COLUMNS)))
     lab = pl.from_arrow(labels.select(list(LABEL_COLUMNS)))
     assert isinstance(ro, pl.DataFrame) and isinstance(lab, pl.DataFrame)
-    flags = {p: f for p, f in flags.items() if p in set(ro["prompt_id"].to_list())}
+    present = set(ro["prompt_id"].unique().to_list())
+    flags = {p: f for p, f in flags.items() if p in present}  # the side input holds every bucket's flags
 
     orphans = lab.join(ro.select("rollout_id"), on="rollout_id", how="anti").select(
         row_id=pl.col("rollout_id") + "/" + pl.col("labeler") + "/" + pl.col("aspect"),

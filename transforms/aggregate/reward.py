@@ -103,7 +103,7 @@ def score_rollouts(rollouts: pl.DataFrame, labels: pl.DataFrame, cfg: AggregateC
             model_confidence=(pl.col("confidence") * pl.col("weight")).sum() / pl.col("weight").sum(),
             model_spread=pl.col("score").std(ddof=0),
             n_model=pl.len(),
-            model_votes=(pl.col("score") >= 0.5).cast(pl.Float64).implode(),
+            model_yes=(pl.col("score") >= 0.5).mean(),  # share of model scores voting "right"
         )
     )
 
@@ -122,7 +122,7 @@ def score_rollouts(rollouts: pl.DataFrame, labels: pl.DataFrame, cfg: AggregateC
     correct = pl.col("correct").cast(pl.Float64)
     # With a gate: the share of model votes (score >= 0.5) on the gate's side; without: 1 - 2 * spread of the model
     # scores (scores live in [0, 1], so the spread is at most 0.5). Null when there is nothing to agree with.
-    yes_share = pl.col("model_votes").list.mean()  # share of model scores >= 0.5
+    yes_share = pl.col("model_yes")
     agreement = (
         pl.when(pl.col("correct").is_not_null() & pl.col("n_model").is_not_null())
         .then(pl.when(pl.col("correct")).then(yes_share).otherwise(1.0 - yes_share))
@@ -150,6 +150,6 @@ def score_rollouts(rollouts: pl.DataFrame, labels: pl.DataFrame, cfg: AggregateC
             scores=pl.col("scores").fill_null(pl.lit([], dtype=SCORES_DTYPE)),
             label_sources=pl.col("label_sources").fill_null(pl.lit([], dtype=pl.List(pl.String))),
         )
-        .drop("gate_confidence", "model_confidence", "model_spread", "n_model", "model_votes")
+        .drop("gate_confidence", "model_confidence", "model_spread", "n_model", "model_yes")
     )
     return out

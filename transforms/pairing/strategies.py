@@ -16,7 +16,9 @@ Strategies:
   preferences that length cannot explain.
 """
 
+import functools
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import polars as pl
@@ -100,8 +102,12 @@ def best_rollouts(kept: pl.DataFrame) -> pl.DataFrame:
     return best.rename({"rollout_id": "chosen_id"})
 
 
-def select(strategy: str, kept: pl.DataFrame, cfg: PairsConfig) -> pl.DataFrame:
-    """The pairs one strategy picks (prompt_id, chosen_id, rejected_id, margin); all above min_margin."""
+def select(
+    strategy: str, kept: pl.DataFrame, cfg: PairsConfig, every_pair: Callable[[], pl.DataFrame] | None = None
+) -> pl.DataFrame:
+    """The pairs one strategy picks (prompt_id, chosen_id, rejected_id, margin); all above min_margin.
+    `every_pair()` gives candidates(kept) (choose_pairs builds it once for the strategies that need it)."""
+    every_pair = every_pair or (lambda: candidates(kept))
     above = pl.col("margin") > cfg.min_margin
     cap = cfg.max_pairs_per_prompt
     if strategy in ("best_vs_worst", "best_vs_random"):
@@ -119,7 +125,7 @@ def select(strategy: str, kept: pl.DataFrame, cfg: PairsConfig) -> pl.DataFrame:
             picked = top_per_prompt(ranked, ["_rank", "rejected_id"], [False, False], 1)
     elif strategy == "all_above_margin":
         picked = top_per_prompt(
-            candidates(kept).filter(above), ["margin", "chosen_id", "rejected_id"], [True, False, False], cap
+            every_pair().filter(above), ["margin", "chosen_id", "rejected_id"], [True, False, False], cap
         )
     elif strategy == "correct_vs_incorrect":
         verified = candidates(kept, pl.col("correct").fill_null(False), (~pl.col("correct")).fill_null(False))
@@ -129,10 +135,7 @@ def select(strategy: str, kept: pl.DataFrame, cfg: PairsConfig) -> pl.DataFrame:
     elif strategy == "length_matched":
         ratio = length_ratio(pl.col("n_tokens"), pl.col("n_tokens_r"))
         matched = (
-            candidates(kept)
-            .filter(above)
-            .with_columns(_ratio=ratio)
-            .filter(pl.col("_ratio") <= cfg.length_match_ratio)
+            every_pair().filter(above).with_columns(_ratio=ratio).filter(pl.col("_ratio") <= cfg.length_match_ratio)
         )
         picked = top_per_prompt(
             matched, ["_ratio", "margin", "chosen_id", "rejected_id"], [False, True, False, False], 1
@@ -142,11 +145,9 @@ def select(strategy: str, kept: pl.DataFrame, cfg: PairsConfig) -> pl.DataFrame:
     return picked.select("prompt_id", "chosen_id", "rejected_id", "margin").with_columns(pair_type=pl.lit(strategy))
 
 
-def no_pair_reasons(
-    strategy: str, prompts: pl.DataFrame, kept: pl.DataFrame, picked: pl.DataFrame, cfg: PairsConfig
-) -> pl.DataFrame:
-    """One (row_id, reason, detail) per prompt in `prompts` (prompt_id, flag_reason, flag_detail) that `strategy`
-    gave no pair; row_id = "<prompt_id>/<strategy>" so two strategies' rejects of one prompt stay distinct."""
+def prompt_stats(prompts: pl.DataFrame, kept: pl.DataFrame) -> pl.DataFrame:
+    """`prompts` (prompt_id, flag_reason, flag_detail) + what every strategy's reasons read from its kept rollouts:
+    n, best, worst, n_correct, n_incorrect (nulls for a prompt without kept rollouts)."""
     stats = kept.group_by("prompt_id").agg(
         n=pl.len(),
         best=pl.col("reward").max(),
@@ -154,9 +155,13 @@ def no_pair_reasons(
         n_correct=pl.col("correct").fill_null(False).sum(),
         n_incorrect=(~pl.col("correct")).fill_null(False).sum(),
     )
-    missing = prompts.join(picked.select("prompt_id").unique(), on="prompt_id", how="anti").join(
-        stats, on="prompt_id", how="left"
-    )
+    return prompts.join(stats, on="prompt_id", how="left")
+
+
+def no_pair_reasons(strategy: str, stats: pl.DataFrame, picked: pl.DataFrame, cfg: PairsConfig) -> pl.DataFrame:
+    """One (row_id, reason, detail) per prompt in `stats` (prompt_stats) that `strategy` gave no pair;
+    row_id = "<prompt_id>/<strategy>" so two strategies' rejects of one prompt stay distinct."""
+    missing = stats.join(picked.select("prompt_id").unique(), on="prompt_id", how="anti")
     n = pl.col("n").fill_null(0)
     spread = pl.col("best") - pl.col("worst")
     specific = {
@@ -210,11 +215,13 @@ def choose_pairs(
     the number of pairs a later strategy chose again)."""
     flagged = prompts.filter(pl.col("flag_reason").is_not_null()).select("prompt_id")
     kept = kept.join(flagged, on="prompt_id", how="anti")  # a flagged prompt is never paired, whatever its rollouts
+    stats = prompt_stats(prompts, kept)
+    every_pair = functools.cache(lambda: candidates(kept))  # n^2 per prompt: built once, if a strategy needs it
     chosen, rejects = [], []
     for strategy in cfg.strategies:
-        picked = select(strategy, kept, cfg)
+        picked = select(strategy, kept, cfg, every_pair)
         chosen.append(picked)
-        rejects.append(no_pair_reasons(strategy, prompts, kept, picked, cfg))
+        rejects.append(no_pair_reasons(strategy, stats, picked, cfg))
     every = pl.concat(chosen, how="vertical")
     pairs = every.unique(subset=["prompt_id", "chosen_id", "rejected_id"], keep="first", maintain_order=True)
     return pairs.select(PAIR_COLUMNS), pl.concat(rejects, how="vertical"), every.height - pairs.height

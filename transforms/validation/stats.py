@@ -6,6 +6,7 @@ from collections import Counter
 from collections.abc import Sequence
 
 import pyarrow as pa
+from scipy.stats import rankdata
 
 DIGITS = 6
 MIN_CORRELATION_ROWS = 3  # below this a correlation says nothing; it is null
@@ -46,17 +47,7 @@ def pearson(xs: Sequence[float], ys: Sequence[float]) -> float | None:
 
 def ranks(values: Sequence[float]) -> list[float]:
     """1-based ranks, ties sharing their average rank (what Spearman's correlation needs)."""
-    order = sorted(range(len(values)), key=lambda i: values[i])
-    result = [0.0] * len(values)
-    start = 0
-    while start < len(order):
-        end = start
-        while end + 1 < len(order) and values[order[end + 1]] == values[order[start]]:
-            end += 1
-        for k in range(start, end + 1):
-            result[order[k]] = (start + end) / 2 + 1
-        start = end + 1
-    return result
+    return rankdata(values, method="average").tolist() if len(values) else []
 
 
 def spearman(xs: Sequence[float], ys: Sequence[float]) -> float | None:
