@@ -1,6 +1,7 @@
 """Stage `rollouts`: n on-policy samples per prompt with tokens, logprobs and finish reason (data/rollouts/)."""
 
 import argparse
+import logging
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -12,6 +13,7 @@ from rewardmill.pipelines.config import load_section
 from rewardmill.pipelines.stage import (
     StageTimer,
     atomic_output,
+    counter_totals,
     load_beam_config,
     read_manifest,
     reject,
@@ -22,11 +24,13 @@ from rewardmill.pipelines.stage import (
 )
 from rewardmill.schemas import PROMPT_V1, ROLLOUT_V2
 from rewardmill.transforms.io.parquet import ReadStageOutput, WriteSortedParquet
+from rewardmill.transforms.sampling.cache import COUNTERS, RolloutCache
 from rewardmill.transforms.sampling.params import SamplingParams
 from rewardmill.transforms.sampling.policy import PolicyInfo, read_policy_info
 from rewardmill.transforms.sampling.rows import FormBatches, ToRolloutRows
 
 STAGE = "rollouts"
+log = logging.getLogger("rewardmill")
 BACKENDS = ("transformers", "vllm")
 
 
@@ -57,25 +61,35 @@ class RolloutsConfig:
         return SamplingParams(self.n, self.temperature, self.top_p, self.top_k, self.max_new_tokens, self.seed)
 
 
-def model_handler(cfg: RolloutsConfig, model_dir: str, total_prompts: int):
+def model_handler(cfg: RolloutsConfig, model_dir: str, total_prompts: int, cache: RolloutCache | None = None):
     if cfg.backend == "vllm":
         from rewardmill.transforms.sampling.vllm_backend import VLLMPolicyHandler
 
-        return VLLMPolicyHandler(model_dir, cfg.sampling(), dict(cfg.vllm), total_prompts)
+        return VLLMPolicyHandler(model_dir, cfg.sampling(), dict(cfg.vllm), total_prompts, cache)
     from rewardmill.transforms.sampling.transformers_backend import TransformersPolicyHandler
 
-    return TransformersPolicyHandler(model_dir, cfg.sampling(), cfg.device, total_prompts)
+    return TransformersPolicyHandler(model_dir, cfg.sampling(), cfg.device, total_prompts, cache)
 
 
-def build(p, cfg: RolloutsConfig, prompts_dir: str, model_dir: str, policy: PolicyInfo, total: int, out_dir: str):
+def build(
+    p,
+    cfg: RolloutsConfig,
+    prompts_dir: str,
+    model_dir: str,
+    policy: PolicyInfo,
+    total: int,
+    out_dir: str,
+    cache_dir: str | None = None,
+):
     from pathlib import Path
 
     groups = max(1, math.ceil(total / (cfg.batch_size * 4)))  # parallelism for runners with many workers
+    cache = RolloutCache(cache_dir, policy.fingerprint, cfg.backend, cfg.sampling())
     generated, failures = (
         p
         | "Read prompts" >> ReadStageOutput(prompts_dir, PROMPT_V1)
         | "Form batches" >> FormBatches(cfg.batch_size, groups)
-        | "Generate" >> RunInference(model_handler(cfg, model_dir, total)).with_exception_handling()
+        | "Generate" >> RunInference(model_handler(cfg, model_dir, total, cache)).with_exception_handling()
     )
     rows = generated | "To rollout rows" >> beam.ParDo(ToRolloutRows(policy, cfg.backend, cfg.sampling()))
     _ = rows | "Write rollouts" >> WriteSortedParquet(out_dir, ROLLOUT_V2, _rollout_key, cfg.num_shards)
@@ -99,6 +113,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--prompts", default="data/prompts")
     parser.add_argument("--model", default="models/policy")
     parser.add_argument("--out", default="data/rollouts")
+    parser.add_argument("--cache", default=None, help="rollout cache folder, kept across runs (off when unset)")
     args = parser.parse_args(argv)
     setup_logging()
     cfg = load_section(RolloutsConfig, STAGE)
@@ -106,7 +121,10 @@ def main(argv: list[str] | None = None) -> None:
     total = read_manifest(args.prompts)["rows"]
     timer = StageTimer(STAGE)
     with atomic_output(args.out) as tmp:
-        run_pipeline(lambda p: build(p, cfg, args.prompts, args.model, policy, total, str(tmp)), load_beam_config())
+        result = run_pipeline(
+            lambda p: build(p, cfg, args.prompts, args.model, policy, total, str(tmp), args.cache),
+            load_beam_config(),
+        )
         manifest = write_manifest(
             tmp,
             stage=STAGE,
@@ -114,6 +132,14 @@ def main(argv: list[str] | None = None) -> None:
             config=cfg,
             inputs={"prompts": args.prompts},
             extra={"policy": policy.__dict__, "prompts": total},
+        )
+    # Cache use goes to the log, not the manifest: the output must not depend on what was cached.
+    counts = counter_totals(result, COUNTERS)
+    if counts:
+        log.info(
+            "rollouts: %d prompts sampled now, %d reused from the cache",
+            counts.get("prompts_generated", 0),
+            counts.get("prompts_reused", 0),
         )
     timer.done(manifest)
 

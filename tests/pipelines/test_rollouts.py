@@ -30,10 +30,13 @@ def inputs(tmp_path, params_file, policy_dir):
     return params, prompts, policy_dir
 
 
-def run_stage(tmp_path, params_file, params, prompts, model, name):
+def run_stage(tmp_path, params_file, params, prompts, model, name, cache=None):
     params_file(params)
     out = tmp_path / name
-    rollouts.main(["--prompts", str(prompts), "--model", str(model), "--out", str(out)])
+    rollouts.main(
+        ["--prompts", str(prompts), "--model", str(model), "--out", str(out)]
+        + (["--cache", str(cache)] if cache else [])
+    )
     return out
 
 
@@ -60,6 +63,25 @@ def test_rollouts_are_complete_deterministic_and_batch_independent(tmp_path, par
     assert {(r["prompt_id"], r["sample_index"], r["completion"]) for r in single} == {
         (r["prompt_id"], r["sample_index"], r["completion"]) for r in rows
     }
+
+
+def test_cached_rerun_samples_nothing_and_writes_the_same_bytes(tmp_path, params_file, inputs, caplog):
+    params, prompts, model = inputs
+    cache = tmp_path / "cache"
+    first = run_stage(tmp_path, params_file, params, prompts, model, "r1", cache)
+    segments = sorted(cache.rglob("segment-*.jsonl"))
+    assert segments  # one segment per batch, written as it finished
+    caplog.set_level("INFO", logger="rewardmill")
+    again = run_stage(tmp_path, params_file, params, prompts, model, "r2", cache)
+    assert sorted(cache.rglob("segment-*.jsonl")) == segments  # nothing sampled, nothing new stored
+    assert "0 prompts sampled now, 4 reused from the cache" in caplog.text
+    for name in ("part-00000-of-00001.parquet", "_manifest.json"):  # the manifest does not depend on the cache
+        assert (first / name).read_bytes() == (again / name).read_bytes()
+
+    # Longer completions are other samples: a miss for every prompt, stored beside the first ones.
+    params["rollouts"]["max_new_tokens"] = 9
+    run_stage(tmp_path, params_file, params, prompts, model, "r3", cache)
+    assert "4 prompts sampled now, 0 reused from the cache" in caplog.text
 
 
 def test_failed_stage_leaves_no_output(tmp_path, params_file, inputs):

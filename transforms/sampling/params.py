@@ -5,6 +5,18 @@ import json
 from dataclasses import asdict, dataclass
 
 
+@dataclass
+class Sample:
+    """One completion as every backend reports it."""
+
+    index: int
+    seed: int
+    completion: str
+    n_tokens: int
+    finish_reason: str  # stop | length
+    logprob_sum: float | None
+
+
 @dataclass(frozen=True)
 class SamplingParams:
     n: int = 4

@@ -8,22 +8,11 @@ from typing import Any
 from apache_beam.ml.inference.base import ModelHandler
 
 from rewardmill.transforms.io.progress import Progress
-from rewardmill.transforms.sampling.params import SamplingParams, sample_seed
+from rewardmill.transforms.sampling.cache import RolloutCache
+from rewardmill.transforms.sampling.params import Sample, SamplingParams, sample_seed
 from rewardmill.transforms.sampling.seeded import SeededSampler
 
 log = logging.getLogger("rewardmill")
-
-
-@dataclass
-class Sample:
-    """One completion as every backend reports it."""
-
-    index: int
-    seed: int
-    completion: str
-    n_tokens: int
-    finish_reason: str  # stop | length
-    logprob_sum: float | None
 
 
 @dataclass
@@ -112,13 +101,19 @@ class TransformersPolicyHandler(ModelHandler):
     """
 
     def __init__(
-        self, model_dir: str, sampling: SamplingParams, device: str = "cpu", total_prompts: int | None = None
+        self,
+        model_dir: str,
+        sampling: SamplingParams,
+        device: str = "cpu",
+        total_prompts: int | None = None,
+        cache: RolloutCache | None = None,  # prompts sampled before (same policy and params) are reused
     ):
         super().__init__()
         self.model_dir = model_dir
         self.sampling = sampling
         self.device = device
         self.total_prompts = total_prompts
+        self.cache = cache or RolloutCache(None, "", "transformers", sampling)
         self._progress = None
 
     def load_model(self) -> LoadedPolicy:
@@ -133,11 +128,14 @@ class TransformersPolicyHandler(ModelHandler):
         if self._progress is None:
             self._progress = Progress("rollouts: prompts", self.total_prompts)
         for prompts in batch:
-            samples = generate_samples(
-                model, [p["messages"] for p in prompts], [p["prompt_id"] for p in prompts], self.sampling
-            )
+            samples = self.cache.sample(prompts, lambda todo: self._generate(model, todo))
             self._progress.update(len(prompts), sum(s.n_tokens for per in samples for s in per))
             yield [(prompt, s) for prompt, per in zip(prompts, samples, strict=True) for s in per]
+
+    def _generate(self, model: LoadedPolicy, prompts: list[dict[str, Any]]) -> list[list[Sample]]:
+        return generate_samples(
+            model, [p["messages"] for p in prompts], [p["prompt_id"] for p in prompts], self.sampling
+        )
 
     def batch_elements_kwargs(self):
         return {"min_batch_size": 1, "max_batch_size": 1}

@@ -12,8 +12,9 @@ from typing import Any
 from apache_beam.ml.inference.base import ModelHandler
 
 from rewardmill.transforms.io.progress import Progress
-from rewardmill.transforms.sampling.params import SamplingParams, prompt_seed
-from rewardmill.transforms.sampling.transformers_backend import Sample, chat_texts
+from rewardmill.transforms.sampling.cache import RolloutCache
+from rewardmill.transforms.sampling.params import Sample, SamplingParams, prompt_seed
+from rewardmill.transforms.sampling.transformers_backend import chat_texts
 
 log = logging.getLogger("rewardmill")
 
@@ -51,12 +52,20 @@ def to_samples(request_output, seed: int) -> list[Sample]:
 class VLLMPolicyHandler(ModelHandler):
     """RunInference handler: element = one pre-formed batch of prompt rows -> list of (prompt row, Sample)."""
 
-    def __init__(self, model_dir: str, sampling: SamplingParams, llm_kwargs: dict, total_prompts: int | None = None):
+    def __init__(
+        self,
+        model_dir: str,
+        sampling: SamplingParams,
+        llm_kwargs: dict,
+        total_prompts: int | None = None,
+        cache: RolloutCache | None = None,  # prompts sampled before (same policy and params) are reused
+    ):
         super().__init__()
         self.model_dir = model_dir
         self.sampling = sampling
         self.llm_kwargs = dict(llm_kwargs)
         self.total_prompts = total_prompts
+        self.cache = cache or RolloutCache(None, "", "vllm", sampling)
         self._progress = None
 
     def load_model(self):
@@ -66,20 +75,21 @@ class VLLMPolicyHandler(ModelHandler):
         return LLM(model=self.model_dir, **kwargs)
 
     def run_inference(self, batch: Sequence[list[dict[str, Any]]], model, inference_args=None) -> Iterable:
-        from vllm import SamplingParams as VLLMSamplingParams
-
         if self._progress is None:
             self._progress = Progress("rollouts: prompts", self.total_prompts)
-        tokenizer = model.get_tokenizer()
         for prompts in batch:
-            texts = chat_texts(tokenizer, [p["messages"] for p in prompts])
-            params = [VLLMSamplingParams(**vllm_sampling_kwargs(self.sampling, p["prompt_id"])) for p in prompts]
-            outputs = model.generate(texts, params, use_tqdm=False)
-            pairs = []
-            for prompt, request_output, sp in zip(prompts, outputs, params, strict=True):
-                pairs.extend((prompt, s) for s in to_samples(request_output, sp.seed))
+            samples = self.cache.sample(prompts, lambda todo: self._generate(model, todo))
+            pairs = [(prompt, s) for prompt, per in zip(prompts, samples, strict=True) for s in per]
             self._progress.update(len(prompts), sum(s.n_tokens for _, s in pairs))
             yield pairs
+
+    def _generate(self, model, prompts: list[dict[str, Any]]) -> list[list[Sample]]:
+        from vllm import SamplingParams as VLLMSamplingParams
+
+        texts = chat_texts(model.get_tokenizer(), [p["messages"] for p in prompts])
+        params = [VLLMSamplingParams(**vllm_sampling_kwargs(self.sampling, p["prompt_id"])) for p in prompts]
+        outputs = model.generate(texts, params, use_tqdm=False)
+        return [to_samples(out, sp.seed) for out, sp in zip(outputs, params, strict=True)]
 
     def batch_elements_kwargs(self):
         return {"min_batch_size": 1, "max_batch_size": 1}
