@@ -16,6 +16,7 @@ not a Python dict per row, and buckets spread over workers on a distributed runn
 import argparse
 import json
 import logging
+import shutil
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -25,6 +26,7 @@ from typing import Any
 import apache_beam as beam
 import polars as pl
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from rewardmill.pipelines.config import ConfigError, load_section, read_params
 from rewardmill.pipelines.stage import (
@@ -55,7 +57,7 @@ from rewardmill.transforms.aggregate.rl import RlConfig
 from rewardmill.transforms.aggregate.sft import SftConfig
 from rewardmill.transforms.filters.contamination import load_benchmarks
 from rewardmill.transforms.io.parquet import ReadStageOutput, WriteSortedParquet
-from rewardmill.transforms.io.tables import ReadStageTables, WriteSortedTables
+from rewardmill.transforms.io.tables import ReadStageTables, WriteSortedTables, load_table, spill_table
 from rewardmill.transforms.pairing.strategies import PairsConfig
 from rewardmill.transforms.steps.prm_rows import build_prm_row
 
@@ -69,6 +71,7 @@ OUTPUTS = {  # folder -> (schema, sort key columns)
     "sft": (SFT_V1, ("rollout_id",)),
 }
 REJECT_KEY = ("row_id", "reason", "stage")
+SCRATCH = "_scratch"  # tables crossing shuffles as files (transforms/io/tables.spill_table); deleted when done
 COUNTS_FILE = "_counts.json"  # the buckets' summed counts; main() moves them into the manifests
 
 log = logging.getLogger("rewardmill")
@@ -99,36 +102,41 @@ class AssembleConfig:
         return CoreConfig(self.aggregate, self.filters.rollouts(), self.pairs, self.rl, self.sft)
 
 
-def prompt_texts(table: pa.Table) -> list[tuple[str, list[dict]]]:
-    """(prompt_id, messages) of each prompt in a rollouts table, once."""
+def prompt_texts(table: pa.Table, spill_dir: str) -> str:
+    """The (prompt_id, messages) of each prompt in a rollouts table, once, spilled as a table: its path."""
     first = pl.from_arrow(table.select(["prompt_id", "messages"])).unique("prompt_id", keep="first")
-    return list(zip(first["prompt_id"].to_list(), first["messages"].to_list(), strict=True))
+    return spill_table(first.to_arrow(), spill_dir)
 
 
 class ComputeFlags(beam.DoFn):
-    """[(prompt_id, messages) lists, one per rollouts shard] -> {prompt_id: (reason, detail)} over all prompts."""
+    """[paths of (prompt_id, messages) tables, one per rollouts shard] -> {prompt_id: (reason, detail)} over all
+    prompts (a prompt in several shards is seen once)."""
 
     def __init__(self, cfg: FiltersConfig):
         self.cfg = cfg
 
-    def process(self, parts: list[list[tuple[str, list[dict]]]]):
-        flags = prompt_flags((p for part in parts for p in part), self.cfg)
+    def process(self, paths: list[str]):
+        tables = [load_table(p) for p in paths]
+        ids = [i for t in tables for i in t.column("prompt_id").to_pylist()]
+        messages = [m for t in tables for m in t.column("messages").to_pylist()]
+        flags = prompt_flags(zip(ids, messages, strict=True), self.cfg)
         for reason, n in Counter(r for r, _ in flags.values()).items():
             beam.metrics.Metrics.counter(STAGE, f"prompts_{reason}").inc(n)
         yield flags
 
 
-def split_by_bucket(table: pa.Table, tag: str, buckets: int) -> Iterable[tuple[int, tuple[str, pa.Table]]]:
-    """A table -> (bucket, (tag, the rows of that bucket)); a prompt's rows always share a bucket."""
+def split_by_bucket(table: pa.Table, tag: str, buckets: int, spill_dir: str) -> Iterable[tuple[int, tuple[str, str]]]:
+    """A table -> (bucket, (tag, path of the rows of that bucket, spilled under `spill_dir`)); a prompt's rows
+    always share a bucket. Only paths cross the bucket shuffle (see transforms/io/tables.spill_table)."""
     if table.num_rows == 0:
         return
     frame = pl.from_arrow(table).with_columns(_bucket=(pl.col("prompt_id").hash(seed=0) % buckets).cast(pl.Int64))
     for (bucket,), part in frame.partition_by("_bucket", as_dict=True).items():
-        yield int(bucket), (tag, part.drop("_bucket").to_arrow())
+        yield int(bucket), (tag, spill_table(part.drop("_bucket").to_arrow(), spill_dir))
 
 
 class AssembleBucket(beam.DoFn):
-    """(bucket, [(tag, table)]) + prompt flags -> tables tagged by output folder, rejects tagged
+    """(bucket, [(tag, path of a spilled table)]) + prompt flags -> tables tagged by output folder, rejects tagged
     `<folder>/_rejects`, and the bucket's counts tagged COUNTS."""
 
     def __init__(self, cfg: CoreConfig):
@@ -137,8 +145,8 @@ class AssembleBucket(beam.DoFn):
     def process(self, element, flags: dict[str, tuple[str, str]]):
         _, tagged = element
         parts: dict[str, list[pa.Table]] = {"rollouts": [], "labels": []}
-        for tag, table in tagged:
-            parts[tag].append(table)
+        for tag, path in tagged:  # in any order: the core's results do not depend on the order of rows
+            parts[tag].append(load_table(path))
         rollouts = concat(parts["rollouts"], ROLLOUT_V2, ROLLOUT_COLUMNS)
         labels = concat(parts["labels"], LABEL_V1, LABEL_COLUMNS)
         result = assemble_bucket(rollouts, labels, flags, self.cfg)
@@ -207,9 +215,17 @@ class MakePrmRows(beam.DoFn):
             yield row
 
 
+def rows_with_step_labels(table: pa.Table, labeled: list[str]) -> Iterable[tuple[str, dict]]:
+    """(rollout_id, row) of the rollouts in `table` that have step labels: steps labelers label a sample, so the
+    other rollouts never cross the join's shuffle."""
+    chosen = table.filter(pc.is_in(table.column("rollout_id"), value_set=pa.array(labeled, pa.string())))
+    for row in chosen.to_pylist():
+        yield row["rollout_id"], row
+
+
 class AssemblePrm(beam.PTransform):
-    """Keyed rollouts (rollout_id, ROLLOUT_COLUMNS row) + the step labels under `steps_dirs` -> PRM_V1 rows in
-    `prm_dir`, their rejects in `prm_dir/_rejects/`."""
+    """Rollout tables (ROLLOUT_COLUMNS) + the step labels under `steps_dirs` -> PRM_V1 rows in `prm_dir`, their
+    rejects in `prm_dir/_rejects/`."""
 
     def __init__(self, steps_dirs: list[str], prm_dir: str, truncate_after_error: bool, num_shards: int):
         super().__init__()
@@ -218,15 +234,19 @@ class AssemblePrm(beam.PTransform):
         self.truncate_after_error = truncate_after_error
         self.num_shards = num_shards
 
-    def expand(self, rollouts):
+    def expand(self, rollout_tables):
         reads = [
-            rollouts.pipeline | f"Read step labels {i}" >> ReadStageOutput(d, STEP_LABEL_V1)
+            rollout_tables.pipeline | f"Read step labels {i}" >> ReadStageOutput(d, STEP_LABEL_V1)
             for i, d in enumerate(self.steps_dirs)
         ]
         steps = (
             tuple(reads)
             | "All step labels" >> beam.Flatten()
             | "Key step labels" >> beam.Map(lambda r: (r["rollout_id"], r))
+        )
+        labeled = steps | "Labeled rollout ids" >> beam.Keys() | "Distinct ids" >> beam.Distinct()
+        rollouts = rollout_tables | "Rollouts with step labels" >> beam.FlatMap(
+            rows_with_step_labels, beam.pvalue.AsList(labeled)
         )
         prm = (
             {"rollouts": rollouts, "steps": steps}
@@ -242,6 +262,8 @@ class AssemblePrm(beam.PTransform):
 def build(
     p, cfg: AssembleConfig, rollouts_dir: str, label_dirs: list[str], out_dir: str, steps_dirs: list[str] | None = None
 ) -> None:
+    """The pipeline; big tables cross its shuffles as files under `out_dir/_scratch/` (main() deletes it)."""
+    scratch = Path(out_dir) / SCRATCH
     rollout_tables = p | "Read rollouts" >> ReadStageTables(rollouts_dir, ROLLOUT_V2, list(ROLLOUT_COLUMNS))
     label_reads = [
         p | f"Read labels {i}" >> ReadStageTables(d, LABEL_V1, [*LABEL_COLUMNS, "prompt_id"])
@@ -249,15 +271,16 @@ def build(
     ]
     flags = (
         rollout_tables
-        | "Prompt texts" >> beam.Map(prompt_texts)
+        | "Prompt texts" >> beam.Map(prompt_texts, str(scratch / "prompts"))
         | "All prompt texts" >> beam.combiners.ToList()
         | "Prompt filters" >> beam.ParDo(ComputeFlags(cfg.filters))
     )
     labels = tuple(label_reads) | "All labels" >> beam.Flatten()
     buckets = (
         (
-            rollout_tables | "Bucket rollouts" >> beam.FlatMap(split_by_bucket, "rollouts", cfg.buckets),
-            labels | "Bucket labels" >> beam.FlatMap(split_by_bucket, "labels", cfg.buckets),
+            rollout_tables
+            | "Bucket rollouts" >> beam.FlatMap(split_by_bucket, "rollouts", cfg.buckets, str(scratch / "rollouts")),
+            labels | "Bucket labels" >> beam.FlatMap(split_by_bucket, "labels", cfg.buckets, str(scratch / "labels")),
         )
         | "All buckets" >> beam.Flatten()
         | "Group buckets" >> beam.GroupByKey()
@@ -268,22 +291,19 @@ def build(
     ).with_outputs(*tags)
     for name, (schema, key) in OUTPUTS.items():
         folder = Path(out_dir) / name
-        _ = results[name] | f"Write {name}" >> WriteSortedTables(str(folder), schema, key, cfg.num_shards)
+        _ = results[name] | f"Write {name}" >> WriteSortedTables(
+            str(folder), schema, key, cfg.num_shards, spill_dir=str(scratch / name)
+        )
         _ = results[f"{name}/_rejects"] | f"Write {name} rejects" >> WriteSortedTables(
-            str(folder / "_rejects"), REJECT_V1, REJECT_KEY
+            str(folder / "_rejects"), REJECT_V1, REJECT_KEY, spill_dir=str(scratch / f"{name}_rejects")
         )
     _ = (
         results[COUNTS]
         | "Sum counts" >> beam.CombineGlobally(sum_counts)
         | "Write counts" >> beam.ParDo(WriteJson(str(Path(out_dir) / COUNTS_FILE)))
     )
-    if steps_dirs:
-        rollouts = (  # the tables read above carry every column build_prm_row reads: no second read
-            rollout_tables
-            | "Rollout rows" >> beam.FlatMap(lambda t: t.to_pylist())
-            | "Key rollouts" >> beam.Map(lambda r: (r["rollout_id"], r))
-        )
-        _ = rollouts | "PRM" >> AssemblePrm(
+    if steps_dirs:  # the tables read above carry every column build_prm_row reads: no second read
+        _ = rollout_tables | "PRM" >> AssemblePrm(
             steps_dirs, str(Path(out_dir) / "prm"), cfg.prm_truncate_after_error, cfg.num_shards
         )
 
@@ -325,6 +345,7 @@ def main(argv: list[str] | None = None) -> None:
         if steps_dirs:
             (tmp / "prm").mkdir()
         run_pipeline(lambda p: build(p, cfg, args.rollouts, label_dirs, str(tmp), steps_dirs), load_beam_config())
+        shutil.rmtree(tmp / SCRATCH, ignore_errors=True)
         counts_path = tmp / COUNTS_FILE
         counts = json.loads(counts_path.read_text()) if counts_path.exists() else {}
         counts_path.unlink(missing_ok=True)

@@ -3,16 +3,40 @@
 For columnar stages (assemble) whose cores work on whole tables: a Python dict per row would cost more than the
 work. Output files match WriteSortedParquet's exactly: a row goes to shard stable_shard(key) and shards are sorted by
 the key, so the same rows give the same bytes whichever transform wrote them.
+
+Big tables can cross a shuffle by reference: `spill_table` writes one as an Arrow IPC file in a scratch folder and
+the shuffle moves only its path (`load_table` reads it back). Beam's data plane pickles every element it shuffles,
+which cost assemble more than its own work; a scratch folder must be reachable by every worker (like the output).
 """
 
+import io
+import uuid
 from collections.abc import Iterable
 
 import apache_beam as beam
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+from apache_beam.io.filesystems import FileSystems
 
 from rewardmill.transforms.io.parquet import list_shards, read_table, shard_name, stable_shard, write_table
+
+
+def spill_table(table: pa.Table, directory: str) -> str:
+    """Write `table` as an Arrow IPC file under `directory` (a fresh unique name) and return its path."""
+    buffer = io.BytesIO()
+    with pa.ipc.new_file(buffer, table.schema) as writer:
+        writer.write_table(table)
+    path = FileSystems.join(directory, f"{uuid.uuid4().hex}.arrow")
+    with FileSystems.create(path) as fh:
+        fh.write(buffer.getvalue())
+    return path
+
+
+def load_table(path: str) -> pa.Table:
+    """A table written by `spill_table`."""
+    with FileSystems.open(path) as fh:
+        return pa.ipc.open_file(pa.py_buffer(fh.read())).read_all()
 
 
 class _ReadTable(beam.DoFn):
@@ -56,11 +80,18 @@ def shard_indices(keys: list[str], num_shards: int) -> np.ndarray:
 
 
 class _SplitByShard(beam.DoFn):
-    def __init__(self, key_columns: tuple[str, ...], num_shards: int):
+    """table -> (shard index, the table's rows for that shard), or (index, path) of them spilled to `spill_dir`."""
+
+    def __init__(self, key_columns: tuple[str, ...], num_shards: int, spill_dir: str | None = None):
         self.key_columns = key_columns
         self.num_shards = num_shards
+        self.spill_dir = spill_dir
 
     def process(self, table: pa.Table):
+        for index, part in self._parts(table):
+            yield index, spill_table(part, self.spill_dir) if self.spill_dir else part
+
+    def _parts(self, table: pa.Table) -> Iterable[tuple[int, pa.Table]]:
         if table.num_rows == 0:
             return
         if self.num_shards == 1:  # one shard: no key to hash (a Python loop over every row)
@@ -103,7 +134,8 @@ class _WriteTableShard(beam.DoFn):
     def process(self, element):
         index, grouped = element
         name = shard_name(self.basename, index, self.num_shards)
-        parts = [t.select(self.schema.names).cast(self.schema) for t in grouped["tables"]]
+        tables = (load_table(t) if isinstance(t, str) else t for t in grouped["tables"])
+        parts = [t.select(self.schema.names).cast(self.schema) for t in tables]
         if parts:
             table = sorted_by_key(pa.concat_tables(parts), self.key_columns, f"{self.directory}/{name}")
         else:
@@ -114,7 +146,10 @@ class _WriteTableShard(beam.DoFn):
 
 class WriteSortedTables(beam.PTransform):
     """Arrow tables -> `directory/<basename>-0000i-of-0000N.parquet`, like WriteSortedParquet with sort key
-    "\\x00".join(key_columns). Every shard file is written, empty ones too. Returns (shard name, rows)."""
+    "\\x00".join(key_columns). Every shard file is written, empty ones too. Returns (shard name, rows).
+
+    With `spill_dir`, each table's shard parts cross the shuffle as Arrow files there (see `spill_table`).
+    """
 
     def __init__(
         self,
@@ -123,6 +158,7 @@ class WriteSortedTables(beam.PTransform):
         key_columns: tuple[str, ...],
         num_shards: int = 1,
         basename: str = "part",
+        spill_dir: str | None = None,
     ):
         super().__init__()
         if num_shards < 1:
@@ -132,9 +168,11 @@ class WriteSortedTables(beam.PTransform):
         self.key_columns = key_columns
         self.num_shards = num_shards
         self.basename = basename
+        self.spill_dir = spill_dir
 
     def expand(self, tables):
-        keyed = tables | "Split by shard" >> beam.ParDo(_SplitByShard(self.key_columns, self.num_shards))
+        split = _SplitByShard(self.key_columns, self.num_shards, self.spill_dir)
+        keyed = tables | "Split by shard" >> beam.ParDo(split)
         indices = tables.pipeline | "Shard indices" >> beam.Create([(i, None) for i in range(self.num_shards)])
         return (
             {"tables": keyed, "index": indices}
