@@ -192,43 +192,20 @@ def test_every_exported_config_trains_a_step_in_trl(project, tmp_path):
         assert loss == loss, trainer  # a number, not NaN
         return loss
 
+    def train(trainer_cls, config_cls, name: str, network, dataset) -> float:
+        args = config_cls(output_dir=str(tmp_path / name), max_length=128, **common)
+        return one_step(trainer_cls(model=network, processing_class=tokenizer, train_dataset=dataset, args=args))
+
+    def with_head(model_cls, num_labels: int):  # a new scoring head; padding must be known to score a batch
+        network = model_cls.from_pretrained(model, num_labels=num_labels)
+        network.config.pad_token_id = tokenizer.pad_token_id
+        return network
+
     pairs = rows("pairs")
-    one_step(
-        DPOTrainer(
-            model=AutoModelForCausalLM.from_pretrained(model),
-            processing_class=tokenizer,
-            args=DPOConfig(output_dir=str(tmp_path / "dpo"), max_length=128, **common),
-            train_dataset=pairs,
-        )
-    )
-    reward_model = AutoModelForSequenceClassification.from_pretrained(model, num_labels=1)
-    reward_model.config.pad_token_id = tokenizer.pad_token_id
-    one_step(
-        RewardTrainer(
-            model=reward_model,
-            processing_class=tokenizer,
-            train_dataset=pairs,
-            args=RewardConfig(output_dir=str(tmp_path / "rm"), max_length=128, **common),
-        )
-    )
-    one_step(
-        SFTTrainer(
-            model=AutoModelForCausalLM.from_pretrained(model),
-            processing_class=tokenizer,
-            args=SFTConfig(output_dir=str(tmp_path / "sft"), max_length=128, **common),
-            train_dataset=rows("sft"),
-        )
-    )
-    prm_model = AutoModelForTokenClassification.from_pretrained(model, num_labels=2)
-    prm_model.config.pad_token_id = tokenizer.pad_token_id
-    one_step(
-        PRMTrainer(
-            model=prm_model,
-            processing_class=tokenizer,
-            train_dataset=rows("prm"),
-            args=PRMConfig(output_dir=str(tmp_path / "prm"), max_length=128, **common),
-        )
-    )
+    train(DPOTrainer, DPOConfig, "dpo", AutoModelForCausalLM.from_pretrained(model), pairs)
+    train(RewardTrainer, RewardConfig, "rm", with_head(AutoModelForSequenceClassification, 1), pairs)
+    train(SFTTrainer, SFTConfig, "sft", AutoModelForCausalLM.from_pretrained(model), rows("sft"))
+    train(PRMTrainer, PRMConfig, "prm", with_head(AutoModelForTokenClassification, 2), rows("prm"))
 
     def contains_reference(completions, reference, **_):  # the rl config's columns reach reward functions
         return [

@@ -5,9 +5,9 @@ In: a config's name, kind (hub_layout.ConfigSpec.kind), train split and, for ste
 
 The snippets follow TRL's current API: `DPOTrainer` / `RewardTrainer` (preference; RewardTrainer reads the optional
 `margin` column), `trl.experimental.prm.PRMTrainer` (stepwise supervision, standard format; TRL 0.26 to 1.13, removed
-after), `SFTTrainer`
-(prompt-completion; loss on the completion only by default) and `GRPOTrainer` (prompt-only; every column but
-`prompt` reaches reward functions as a keyword argument, and a reward of None means "not applicable").
+after), `SFTTrainer` (prompt-completion; loss on the completion only by default) and `GRPOTrainer` (prompt-only;
+every column but `prompt` reaches reward functions as a keyword argument, and a reward of None means "not
+applicable").
 """
 
 TITLES = {

@@ -38,11 +38,9 @@ class RolloutCache:
         self.fingerprint = fingerprint
         self.sampling_json = sampling.to_json(backend)
         self.n = sampling.n
-        self._store = (
-            SegmentStore(Path(cache_dir) / f"{backend}-{fingerprint[:16]}", "rollouts", 1 << 30, _encode, _decode)
-            if cache_dir
-            else None
-        )
+        folder = Path(cache_dir) / f"{backend}-{fingerprint[:16]}" if cache_dir else None
+        # flush_every never triggers: sample() flushes once per batch, so a batch is one segment
+        self._store = SegmentStore(folder, "rollouts", 1 << 30, _encode, _decode) if folder else None
         self.generated = 0  # prompts this process sampled (cache misses)
         self.reused = 0  # prompts served from the cache
 
@@ -79,7 +77,3 @@ class RolloutCache:
         self.reused += reused
         beam.metrics.Metrics.counter(COUNTERS, "prompts_generated").inc(generated)
         beam.metrics.Metrics.counter(COUNTERS, "prompts_reused").inc(reused)
-
-    def close(self) -> None:
-        if self._store is not None:
-            self._store.flush()
