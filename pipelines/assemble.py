@@ -50,14 +50,31 @@ from rewardmill.schemas import (
     SFT_V1,
     STEP_LABEL_V1,
 )
-from rewardmill.transforms.aggregate.bucket import ROLLOUT_COLUMNS, CoreConfig, assemble_bucket
-from rewardmill.transforms.aggregate.prompt_flags import FiltersConfig, prompt_flags
+from rewardmill.transforms.aggregate.bucket import (
+    PROMPT_COLUMNS,
+    ROLLOUT_COLUMNS,
+    SAMPLE_COLUMNS,
+    CoreConfig,
+    assemble_bucket,
+)
+from rewardmill.transforms.aggregate.prompt_flags import FiltersConfig, prompt_flags, user_text
 from rewardmill.transforms.aggregate.reward import LABEL_COLUMNS, AggregateConfig
 from rewardmill.transforms.aggregate.rl import RlConfig
 from rewardmill.transforms.aggregate.sft import SftConfig
 from rewardmill.transforms.filters.contamination import load_benchmarks
+from rewardmill.transforms.io.frames import frame_to_table
 from rewardmill.transforms.io.parquet import ReadStageOutput, WriteSortedParquet
-from rewardmill.transforms.io.tables import ReadStageTables, WriteSortedTables, load_table, spill_table
+from rewardmill.transforms.io.tables import (
+    ReadStageTables,
+    TableSink,
+    WriteTables,
+    load_table,
+    read_columns,
+    shard_parts,
+    spill_table,
+    stage_shards,
+)
+from rewardmill.transforms.io.threads import ThreadedDoFn
 from rewardmill.transforms.pairing.strategies import PairsConfig
 from rewardmill.transforms.steps.prm_rows import build_prm_row
 
@@ -72,6 +89,10 @@ OUTPUTS = {  # folder -> (schema, sort key columns)
 }
 REJECT_KEY = ("row_id", "reason", "stage")
 SCRATCH = "_scratch"  # tables crossing shuffles as files (transforms/io/tables.spill_table); deleted when done
+PROMPT_TEXT_SCHEMA = {
+    "prompt_id": pl.String,
+    "messages": pl.List(pl.Struct({"role": pl.String, "content": pl.String})),
+}
 COUNTS_FILE = "_counts.json"  # the buckets' summed counts; main() moves them into the manifests
 
 log = logging.getLogger("rewardmill")
@@ -102,24 +123,49 @@ class AssembleConfig:
         return CoreConfig(self.aggregate, self.filters.rollouts(), self.pairs, self.rl, self.sft)
 
 
-def prompt_texts(table: pa.Table, spill_dir: str) -> str:
-    """The (prompt_id, messages) of each prompt in a rollouts table, once, spilled as a table: its path."""
-    first = pl.from_arrow(table.select(["prompt_id", "messages"])).unique("prompt_id", keep="first")
-    return spill_table(first.to_arrow(), spill_dir)
+def prompt_parts(table: pa.Table, buckets: int, spill_dir: str) -> Iterable[tuple[int, tuple[str, str]]]:
+    """A rollouts table -> (bucket, ("prompts", path of the PROMPT_COLUMNS of its prompts in that bucket, once
+    each)): the prompt columns cross the shuffle once per prompt, not once per sample."""
+    prompts = pl.from_arrow(table.select(list(PROMPT_COLUMNS))).unique("prompt_id", keep="first", maintain_order=True)
+    yield from split_by_bucket(frame_to_table(prompts), "prompts", buckets, spill_dir)
+
+
+class BucketShard(beam.DoFn):
+    """Path of a rollouts (`kind` "rollouts") or labels shard -> (bucket, (tag, path of its rows in that bucket)).
+
+    A rollouts shard gives tag "rollouts" (SAMPLE_COLUMNS) and tag "prompts" (PROMPT_COLUMNS once per prompt); a
+    labels shard tag "labels". Read and split in one step, so no table is ever an element: where a runner does not
+    fuse two steps, it pickles the elements between them (a million-row table took seconds).
+    """
+
+    def __init__(self, kind: str, buckets: int, spill_dir: str):
+        self.kind = kind
+        self.buckets = buckets
+        self.spill_dir = spill_dir
+
+    def process(self, path: str):
+        if self.kind == "labels":
+            table = read_columns(path, LABEL_V1, [*LABEL_COLUMNS, "prompt_id"])
+            yield from split_by_bucket(table, "labels", self.buckets, f"{self.spill_dir}/labels")
+            return
+        table = read_columns(path, ROLLOUT_V2, list(ROLLOUT_COLUMNS))
+        yield from prompt_parts(table, self.buckets, f"{self.spill_dir}/prompts")
+        samples = table.select(list(SAMPLE_COLUMNS))
+        yield from split_by_bucket(samples, "rollouts", self.buckets, f"{self.spill_dir}/rollouts")
 
 
 class ComputeFlags(beam.DoFn):
-    """[paths of (prompt_id, messages) tables, one per rollouts shard] -> {prompt_id: (reason, detail)} over all
-    prompts (a prompt in several shards is seen once)."""
+    """[paths of prompt tables (PROMPT_COLUMNS), from every bucket] -> {prompt_id: (reason, detail)} over all
+    prompts (a prompt in several tables is seen once)."""
 
     def __init__(self, cfg: FiltersConfig):
         self.cfg = cfg
 
     def process(self, paths: list[str]):
-        tables = [load_table(p) for p in paths]
-        ids = [i for t in tables for i in t.column("prompt_id").to_pylist()]
-        messages = [m for t in tables for m in t.column("messages").to_pylist()]
-        flags = prompt_flags(zip(ids, messages, strict=True), self.cfg)
+        tables = [load_table(p).select(["prompt_id", "messages"]) for p in paths]
+        prompts = pl.from_arrow(pa.concat_tables(tables)) if tables else pl.DataFrame(schema=PROMPT_TEXT_SCHEMA)
+        texts = prompts.select("prompt_id", text=user_text(pl.col("messages")))
+        flags = prompt_flags(zip(texts["prompt_id"].to_list(), texts["text"].to_list(), strict=True), self.cfg)
         for reason, n in Counter(r for r, _ in flags.values()).items():
             beam.metrics.Metrics.counter(STAGE, f"prompts_{reason}").inc(n)
         yield flags
@@ -132,31 +178,39 @@ def split_by_bucket(table: pa.Table, tag: str, buckets: int, spill_dir: str) -> 
         return
     frame = pl.from_arrow(table).with_columns(_bucket=(pl.col("prompt_id").hash(seed=0) % buckets).cast(pl.Int64))
     for (bucket,), part in frame.partition_by("_bucket", as_dict=True).items():
-        yield int(bucket), (tag, spill_table(part.drop("_bucket").to_arrow(), spill_dir))
+        yield int(bucket), (tag, spill_table(frame_to_table(part.drop("_bucket")), spill_dir))
 
 
-class AssembleBucket(beam.DoFn):
-    """(bucket, [(tag, path of a spilled table)]) + prompt flags -> tables tagged by output folder, rejects tagged
-    `<folder>/_rejects`, and the bucket's counts tagged COUNTS."""
+class AssembleBucket(ThreadedDoFn):
+    """(bucket, [(tag, path of a spilled table)]) + prompt flags -> the shard parts (tables.shard_parts) of its
+    output tables, sinks named by folder (`pairs`, `pairs/_rejects`, ...), and the bucket's counts tagged COUNTS.
+    Two buckets run at once (polars releases the GIL; a bucket's Python parts then overlap the other's)."""
 
-    def __init__(self, cfg: CoreConfig):
+    def __init__(self, cfg: CoreConfig, sinks: dict[str, TableSink], spill_dir: str):
+        super().__init__(threads=2)
         self.cfg = cfg
+        self.sinks = sinks
+        self.spill_dir = spill_dir
 
-    def process(self, element, flags: dict[str, tuple[str, str]]):
+    def work(self, element, flags: dict[str, tuple[str, str]]):
         _, tagged = element
-        parts: dict[str, list[pa.Table]] = {"rollouts": [], "labels": []}
+        parts: dict[str, list[pa.Table]] = {"rollouts": [], "prompts": [], "labels": []}
         for tag, path in tagged:  # in any order: the core's results do not depend on the order of rows
             parts[tag].append(load_table(path))
-        rollouts = concat(parts["rollouts"], ROLLOUT_V2, ROLLOUT_COLUMNS)
+        rollouts = concat(parts["rollouts"], ROLLOUT_V2, SAMPLE_COLUMNS)
+        prompts = concat(parts["prompts"], ROLLOUT_V2, PROMPT_COLUMNS)
         labels = concat(parts["labels"], LABEL_V1, LABEL_COLUMNS)
-        result = assemble_bucket(rollouts, labels, flags, self.cfg)
-        for name, table in result.tables.items():
-            yield beam.pvalue.TaggedOutput(name, table)
-        for name, table in result.rejects.items():
-            yield beam.pvalue.TaggedOutput(f"{name}/_rejects", table)
-        for key, value in result.counts.items():
+        result = assemble_bucket(rollouts, labels, flags, self.cfg, prompts)
+        outputs = [*result.tables.items(), *((f"{name}/_rejects", t) for name, t in result.rejects.items())]
+        spilled = [part for name, table in outputs for part in shard_parts(name, table, self.sinks, self.spill_dir)]
+        return spilled, result.counts
+
+    def emit(self, result):
+        spilled, counts = result
+        yield from spilled
+        for key, value in counts.items():
             beam.metrics.Metrics.counter(STAGE, key).inc(value)
-        yield beam.pvalue.TaggedOutput(COUNTS, result.counts)
+        yield beam.pvalue.TaggedOutput(COUNTS, counts)
 
 
 def concat(tables: list[pa.Table], schema: pa.Schema, columns: tuple[str, ...]) -> pa.Table:
@@ -264,45 +318,42 @@ def build(
 ) -> None:
     """The pipeline; big tables cross its shuffles as files under `out_dir/_scratch/` (main() deletes it)."""
     scratch = Path(out_dir) / SCRATCH
-    rollout_tables = p | "Read rollouts" >> ReadStageTables(rollouts_dir, ROLLOUT_V2, list(ROLLOUT_COLUMNS))
-    label_reads = [
-        p | f"Read labels {i}" >> ReadStageTables(d, LABEL_V1, [*LABEL_COLUMNS, "prompt_id"])
-        for i, d in enumerate(label_dirs)
-    ]
+    rollout_parts = (
+        p
+        | "Rollout shards" >> beam.Create(stage_shards(rollouts_dir))
+        | "Bucket rollouts" >> beam.ParDo(BucketShard("rollouts", cfg.buckets, str(scratch)))
+    )
     flags = (
-        rollout_tables
-        | "Prompt texts" >> beam.Map(prompt_texts, str(scratch / "prompts"))
-        | "All prompt texts" >> beam.combiners.ToList()
+        rollout_parts
+        | "Prompt paths" >> beam.FlatMap(lambda part: [part[1][1]] if part[1][0] == "prompts" else [])
+        | "All prompts" >> beam.combiners.ToList()
         | "Prompt filters" >> beam.ParDo(ComputeFlags(cfg.filters))
     )
-    labels = tuple(label_reads) | "All labels" >> beam.Flatten()
-    buckets = (
-        (
-            rollout_tables
-            | "Bucket rollouts" >> beam.FlatMap(split_by_bucket, "rollouts", cfg.buckets, str(scratch / "rollouts")),
-            labels | "Bucket labels" >> beam.FlatMap(split_by_bucket, "labels", cfg.buckets, str(scratch / "labels")),
+    bucketed = [rollout_parts]
+    for i, directory in enumerate(label_dirs):
+        bucketed.append(
+            p
+            | f"Label shards {i}" >> beam.Create(stage_shards(directory))
+            | f"Bucket labels {i}" >> beam.ParDo(BucketShard("labels", cfg.buckets, str(scratch)))
         )
-        | "All buckets" >> beam.Flatten()
-        | "Group buckets" >> beam.GroupByKey()
-    )
-    tags = [*OUTPUTS, *(f"{name}/_rejects" for name in OUTPUTS), COUNTS]
-    results = buckets | "Assemble buckets" >> beam.ParDo(
-        AssembleBucket(cfg.core()), beam.pvalue.AsSingleton(flags)
-    ).with_outputs(*tags)
+    buckets = tuple(bucketed) | "All buckets" >> beam.Flatten() | "Group buckets" >> beam.GroupByKey()
+    sinks = {}
     for name, (schema, key) in OUTPUTS.items():
         folder = Path(out_dir) / name
-        _ = results[name] | f"Write {name}" >> WriteSortedTables(
-            str(folder), schema, key, cfg.num_shards, spill_dir=str(scratch / name)
-        )
-        _ = results[f"{name}/_rejects"] | f"Write {name} rejects" >> WriteSortedTables(
-            str(folder / "_rejects"), REJECT_V1, REJECT_KEY, spill_dir=str(scratch / f"{name}_rejects")
-        )
+        sinks[name] = TableSink(str(folder), schema, key, cfg.num_shards)
+        sinks[f"{name}/_rejects"] = TableSink(str(folder / "_rejects"), REJECT_V1, REJECT_KEY)
+    assemble = AssembleBucket(cfg.core(), sinks, str(scratch / "outputs"))
+    results = buckets | "Assemble buckets" >> beam.ParDo(assemble, beam.pvalue.AsSingleton(flags)).with_outputs(
+        COUNTS, main="parts"
+    )
+    _ = results.parts | "Write outputs" >> WriteTables(sinks, parts=True)
     _ = (
         results[COUNTS]
         | "Sum counts" >> beam.CombineGlobally(sum_counts)
         | "Write counts" >> beam.ParDo(WriteJson(str(Path(out_dir) / COUNTS_FILE)))
     )
-    if steps_dirs:  # the tables read above carry every column build_prm_row reads: no second read
+    if steps_dirs:
+        rollout_tables = p | "Read rollouts" >> ReadStageTables(rollouts_dir, ROLLOUT_V2, list(ROLLOUT_COLUMNS))
         _ = rollout_tables | "PRM" >> AssemblePrm(
             steps_dirs, str(Path(out_dir) / "prm"), cfg.prm_truncate_after_error, cfg.num_shards
         )

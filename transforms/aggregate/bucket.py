@@ -16,14 +16,16 @@ from rewardmill.transforms.aggregate.reward import LABEL_COLUMNS, AggregateConfi
 from rewardmill.transforms.aggregate.rl import RlConfig, build_rl_rows
 from rewardmill.transforms.aggregate.sft import SftConfig, build_sft_rows
 from rewardmill.transforms.aggregate.status import KEPT, RolloutFilterConfig, flags_frame, with_status
+from rewardmill.transforms.io.frames import frame_to_table
 from rewardmill.transforms.pairing.rows import build_pair_rows
 from rewardmill.transforms.pairing.strategies import PairsConfig, choose_pairs
 
 STAGE = "assemble"
-ROLLOUT_COLUMNS = (
-    "rollout_id", "prompt_id", "task", "messages", "reference", "tests", "constraints", "split", "completion",
-    "n_tokens", "finish_reason",
-)  # fmt: skip
+# The columns of the rollouts the core reads: its own (SAMPLE_COLUMNS) and the prompt's (PROMPT_COLUMNS), which a
+# rollouts table repeats on each of a prompt's samples.
+SAMPLE_COLUMNS = ("rollout_id", "prompt_id", "task", "split", "completion", "n_tokens", "finish_reason")
+PROMPT_COLUMNS = ("prompt_id", "messages", "reference", "tests", "constraints")
+ROLLOUT_COLUMNS = (*SAMPLE_COLUMNS, *PROMPT_COLUMNS[1:])
 
 
 @dataclass(frozen=True)
@@ -46,15 +48,27 @@ def reject_table(frame: pl.DataFrame) -> pa.Table:
     """(row_id, reason, detail[, payload JSON]) -> REJECT_V1 rows of this stage."""
     payload = pl.col("payload") if "payload" in frame.columns else pl.lit(None, dtype=pl.String)
     rows = frame.select(stage=pl.lit(STAGE), row_id="row_id", reason="reason", detail="detail", payload=payload)
-    return rows.to_arrow().cast(REJECT_V1)
+    return frame_to_table(rows, REJECT_V1)
 
 
 def assemble_bucket(
-    rollouts: pa.Table, labels: pa.Table, flags: dict[str, tuple[str, str]], cfg: CoreConfig
+    rollouts: pa.Table,
+    labels: pa.Table,
+    flags: dict[str, tuple[str, str]],
+    cfg: CoreConfig,
+    prompts: pa.Table | None = None,
 ) -> BucketResult:
-    ro = pl.from_arrow(rollouts.select(list(ROLLOUT_COLUMNS)))
+    """Rollouts (ROLLOUT_COLUMNS; or SAMPLE_COLUMNS with the prompts' PROMPT_COLUMNS in `prompts`, once or more per
+    prompt) and their labels -> every output. Scoring and pairing never touch the prompt columns; they are joined
+    back for the rows that carry them."""
+    if prompts is None:
+        prompts = rollouts.select(list(PROMPT_COLUMNS))
+    ro = pl.from_arrow(rollouts.select(list(SAMPLE_COLUMNS)))
     lab = pl.from_arrow(labels.select(list(LABEL_COLUMNS)))
-    assert isinstance(ro, pl.DataFrame) and isinstance(lab, pl.DataFrame)
+    prompt_rows = pl.from_arrow(prompts.select(list(PROMPT_COLUMNS)))
+    assert isinstance(ro, pl.DataFrame) and isinstance(lab, pl.DataFrame) and isinstance(prompt_rows, pl.DataFrame)
+    # a prompt's columns are equal on all its rows (its id is a hash of its messages): any copy will do
+    prompt_rows = prompt_rows.unique("prompt_id", keep="any")
     present = set(ro["prompt_id"].unique().to_list())
     flags = {p: f for p, f in flags.items() if p in present}  # the side input holds every bucket's flags
 
@@ -65,16 +79,17 @@ def assemble_bucket(
     )
     scored = with_status(score_rollouts(ro, lab, cfg.aggregate), flags, cfg.rollouts)
     kept = scored.filter(pl.col("status") == KEPT)
+    with_prompt = scored.join(prompt_rows, on="prompt_id", how="left", maintain_order="left")  # for the row builders
     prompts = (
         scored.select("prompt_id").unique().sort("prompt_id").join(flags_frame(flags), on="prompt_id", how="left")
     )
 
     picked, no_pair, repeated = choose_pairs(kept, prompts, cfg.pairs)
-    pairs, dropped = build_pair_rows(picked, scored, cfg.pairs)
-    sft, sft_rejects = build_sft_rows(scored, cfg.sft)
-    rl = build_rl_rows(scored, set(flags), cfg.rl)
+    pairs, dropped = build_pair_rows(picked, with_prompt, cfg.pairs)
+    sft, sft_rejects = build_sft_rows(with_prompt, cfg.sft)
+    rl = build_rl_rows(with_prompt, set(flags), cfg.rl)
     rl_rejects = flags_frame(flags).select(row_id="prompt_id", reason="flag_reason", detail="flag_detail")
-    rewards = scored.select(REWARD_V1.names).to_arrow().cast(REWARD_V1)
+    rewards = frame_to_table(scored.select(REWARD_V1.names), REWARD_V1)
     not_kept = scored.filter(pl.col("status") != KEPT).select(
         row_id="rollout_id", reason="status", detail="status_detail"
     )

@@ -1,6 +1,7 @@
 """Prompt-level filters of `assemble`: exact and near-duplicate prompts and benchmark contamination.
 
-In: (prompt_id, messages) of every prompt. Out: prompt_id -> (reason, detail) for each prompt no output may use.
+In: (prompt_id, text of its user turns) of every prompt. Out: prompt_id -> (reason, detail) for each prompt no
+output may use.
 These need every prompt at once (a duplicate has to see its twin), so they run once over the prompt texts, before
 the per-bucket work; the result is small (flagged prompts only) and reaches every bucket as a side input.
 A prompt both contaminated and a duplicate is reported as contaminated (the stronger reason).
@@ -8,6 +9,8 @@ A prompt both contaminated and a duplicate is reported as contaminated (the stro
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+
+import polars as pl
 
 from rewardmill.transforms.aggregate.status import RolloutFilterConfig
 from rewardmill.transforms.filters.contamination import DecontaminateConfig, find_contaminated, load_benchmarks
@@ -30,13 +33,16 @@ class FiltersConfig:
         return RolloutFilterConfig(min_confidence=self.min_confidence, drop_truncated=self.drop_truncated)
 
 
-def prompt_text(messages: list[dict] | None) -> str:
-    """The user turns of a conversation, joined: what duplicates and benchmarks are compared on."""
-    return "\n".join(m["content"] for m in messages or [] if m.get("role") == "user")
+def user_text(messages: pl.Expr) -> pl.Expr:
+    """A conversation's user turns joined by newlines ("" for none): what duplicates and benchmarks compare."""
+    user = pl.element().struct.field("role") == "user"
+    turns = messages.list.eval(pl.element().filter(user).struct.field("content"))
+    return turns.list.join("\n").fill_null("")
 
 
-def prompt_flags(prompts: Iterable[tuple[str, list[dict]]], cfg: FiltersConfig) -> dict[str, tuple[str, str]]:
-    texts = sorted({prompt_id: prompt_text(messages) for prompt_id, messages in prompts}.items())
+def prompt_flags(texts: Iterable[tuple[str, str]], cfg: FiltersConfig) -> dict[str, tuple[str, str]]:
+    """(prompt_id, user_text) of every prompt -> prompt_id -> (reason, detail) for each prompt to drop."""
+    texts = sorted(dict(texts).items())
     flags: dict[str, tuple[str, str]] = {}
     for prompt_id, flag in sorted(find_duplicates(texts, cfg.dedup).items()):
         flags[prompt_id] = (flag.reason, flag.detail)

@@ -12,6 +12,7 @@ import polars as pl
 import pyarrow as pa
 
 from rewardmill.schemas import RL_V1
+from rewardmill.transforms.io.frames import frame_to_table
 
 
 @dataclass(frozen=True)
@@ -61,4 +62,4 @@ def build_rl_rows(scored: pl.DataFrame, flagged: set[str], cfg: RlConfig) -> pa.
         zero_pass=(pl.col("n_verified") > 0) & (pl.col("n_correct") == 0),
         all_pass=(pl.col("n_verified") > 0) & (pl.col("n_correct") == pl.col("n_verified")),
     )
-    return rows.select(RL_V1.names).to_arrow().cast(RL_V1)
+    return frame_to_table(rows.select(RL_V1.names), RL_V1)

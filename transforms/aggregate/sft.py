@@ -11,6 +11,7 @@ import pyarrow as pa
 
 from rewardmill.schemas import SFT_V1
 from rewardmill.transforms.aggregate.status import KEPT
+from rewardmill.transforms.io.frames import frame_to_table
 
 
 @dataclass(frozen=True)
@@ -94,4 +95,4 @@ def build_sft_rows(scored: pl.DataFrame, cfg: SftConfig) -> tuple[pa.Table, pl.D
         )
     )
     rejects = missing.select(row_id="prompt_id", reason=reason, detail=detail)
-    return rows.to_arrow().cast(SFT_V1), rejects
+    return frame_to_table(rows, SFT_V1), rejects

@@ -10,14 +10,18 @@ a MinHashLSH cost Python work per shingle and per band: 100k short prompts took 
 """
 
 import math
+import os
 from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 from datasketch import MinHash
 
 from rewardmill.transforms.filters.flag import Flag
-from rewardmill.transforms.filters.text import NGRAM_MULTIPLIER, fmix64, ngram_hashes, normalized_words
+from rewardmill.transforms.filters.text import NGRAM_MULTIPLIER, fmix64, ngram_hashes, normalized_word_lists
 
 # Fixed MinHash permutations and scheme: the same prompts give the same signatures in every run and process
 # (shingles are hashed from SHA1 word hashes, never with Python's per-process salted hash()).
@@ -51,36 +55,45 @@ def find_duplicates(prompts: Iterable[tuple[str, str]], cfg: DedupConfig) -> dic
     Exact duplicates (same normalized text) are flagged `duplicate_prompt` first; the near pass then compares
     only the prompts left, flagging `near_duplicate_prompt`. The same prompt_id given twice is one prompt.
     """
-    words = {pid: normalized_words(text) for pid, text in _unique_texts(prompts).items()}
-    flags = exact_duplicates(words) if cfg.exact else {}
+    texts = _unique_texts(prompts)
+    ids = sorted(texts)
+    words = normalized_word_lists([texts[pid] for pid in ids])
+    flags = exact_duplicates(ids, words) if cfg.exact else {}
     if cfg.near_threshold is not None:
-        remaining = {pid: w for pid, w in words.items() if pid not in flags}
-        flags.update(near_duplicates(remaining, cfg.near_threshold, cfg.num_perm, cfg.shingle))
+        left = [i for i, pid in enumerate(ids) if pid not in flags]
+        remaining = words.take(pa.array(left, pa.int64())) if len(left) < len(ids) else words
+        flags.update(near_duplicates([ids[i] for i in left], remaining, cfg.near_threshold, cfg.num_perm, cfg.shingle))
     return flags
 
 
-def exact_duplicates(words: dict[str, list[str]]) -> dict[str, Flag]:
-    """{prompt_id: normalized words} -> Flags for all but the smallest prompt_id of each equal-words group."""
-    kept: dict[tuple[str, ...], str] = {}  # normalized words -> smallest prompt_id with them
+def exact_duplicates(ids: list[str], words: pa.ListArray) -> dict[str, Flag]:
+    """Sorted prompt ids and their normalized words -> Flags for all but the first (smallest) id of each group with
+    equal words (words hold no space, so equal joined texts mean equal words)."""
+    kept: dict[str, str] = {}  # normalized text -> smallest prompt_id with it
     flags = {}
-    for pid in sorted(words):
-        first = kept.setdefault(tuple(words[pid]), pid)
+    for pid, text in zip(ids, pc.binary_join(words, " ").to_pylist(), strict=True):
+        first = kept.setdefault(text, pid)
         if first != pid:
             flags[pid] = Flag("duplicate_prompt", f"same normalized text as kept prompt {first}")
     return flags
 
 
-def near_duplicates(words: dict[str, list[str]], threshold: float, num_perm: int, shingle: int) -> dict[str, Flag]:
-    """{prompt_id: normalized words} -> Flags for prompts whose Jaccard estimate with a kept prompt is >= threshold.
+def near_duplicates(
+    ids: list[str], words: pa.ListArray, threshold: float, num_perm: int, shingle: int
+) -> dict[str, Flag]:
+    """Sorted prompt ids and their normalized words -> Flags for prompts whose Jaccard estimate with a kept prompt
+    is >= threshold.
 
     Prompts are visited in prompt_id order; each is kept unless it is near a prompt kept before it, so a chain
     (a~b, b~c, a!~c) keeps a and c. Only prompts sharing an LSH bucket are compared, which misses a pair right at
     the threshold at most MAX_MISS of the time (see lsh_bands). Prompts without words are never near duplicates.
     """
-    ids = sorted(pid for pid in words if words[pid])
-    if not ids:
+    with_words = np.flatnonzero(pc.list_value_length(words).to_numpy(zero_copy_only=False) > 0)
+    if not len(with_words):
         return {}
-    hashes, offsets = ngram_hashes([words[pid] for pid in ids], shingle)
+    ids = [ids[i] for i in with_words.tolist()]
+    words = words.take(pa.array(with_words)) if len(with_words) < len(words) else words
+    hashes, offsets = ngram_hashes(words, shingle)
     signatures = minhash_signatures((hashes >> np.uint64(32)).astype(np.uint32), offsets, num_perm)
     bands, width = lsh_bands(threshold, num_perm)
     # bucket label of every prompt in every band; a prompt alone in all its buckets can neither be nor have a
@@ -125,8 +138,15 @@ def minhash_signatures(hashes: np.ndarray, offsets: np.ndarray, num_perm: int) -
     a, b = MinHash(num_perm=num_perm, seed=MINHASH_SEED, scheme=MINHASH_SCHEME).permutations
     mixed = _fmix32(hashes)
     by_permutation = np.empty((num_perm, len(offsets) - 1), dtype=np.uint32)
-    for k in range(num_perm):  # one permutation of all shingles at a time: contiguous and cache-friendly
-        np.minimum.reduceat(mixed * a[k] + b[k], offsets[:-1], out=by_permutation[k])  # uint32 wraps: mod 2^32
+
+    def permute(ks: range) -> None:  # one permutation of all shingles at a time: contiguous and cache-friendly
+        for k in ks:
+            np.minimum.reduceat(mixed * a[k] + b[k], offsets[:-1], out=by_permutation[k])  # uint32 wraps: mod 2^32
+
+    # numpy releases the GIL in these loops: the permutations split over threads use every core
+    threads = max(1, min(len(os.sched_getaffinity(0)), num_perm // 16))
+    with ThreadPoolExecutor(threads) as pool:
+        list(pool.map(permute, [range(t, num_perm, threads) for t in range(threads)]))
     return np.ascontiguousarray(by_permutation.T)
 
 

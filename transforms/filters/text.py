@@ -10,6 +10,8 @@ import re
 import unicodedata
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 from datasketch.hashfunc import sha1_hash64
 
 SYMBOL = re.compile(r"[^\w\s]")  # one character that is neither part of a word nor space
@@ -20,6 +22,8 @@ NGRAM_MULTIPLIER = np.uint64(0x9E3779B97F4A7C15)  # odd 64-bit constant (2^64 / 
 
 def normalized_words(text: str) -> list[str]:
     """Text -> its words after NFKC, casefolding and dropping punctuation ("Add 3+4!" -> ["add", "3", "+", "4"])."""
+    if text.isascii():  # the same words, 4x faster: ASCII is NFKC-stable and casefolds as lower()
+        return text.lower().translate(ASCII_SYMBOLS).split()
     return SYMBOL.sub(_spaced_symbol, unicodedata.normalize("NFKC", text).casefold()).split()
 
 
@@ -43,7 +47,21 @@ def word_ngrams(words: list[str], n: int) -> list[str]:
     return [" ".join(words[i : i + n]) for i in range(len(words) - n + 1)]
 
 
-def ngram_hashes(words_list: list[list[str]], n: int) -> tuple[np.ndarray, np.ndarray]:
+def normalized_word_lists(texts: list[str]) -> pa.ListArray:
+    """Texts -> their `normalized_words`, as one Arrow list array (no Python list per text: splitting 100k texts
+    into Python lists cost more than hashing their grams)."""
+    prepared = [
+        text.lower().translate(ASCII_SPACED) if text.isascii() else " ".join(normalized_words(text)) for text in texts
+    ]
+    split = pc.ascii_split_whitespace(pc.ascii_trim_whitespace(pa.array(prepared, pa.string())))
+    words = split.flatten()
+    nonempty = pc.not_equal(words, "")  # a blank text splits into [""]: it has no words
+    parents = pc.list_parent_indices(split).filter(nonempty).to_numpy()
+    offsets = np.concatenate([[0], np.cumsum(np.bincount(parents, minlength=len(texts)))]).astype(np.int32)
+    return pa.ListArray.from_arrays(pa.array(offsets), words.filter(nonempty))
+
+
+def ngram_hashes(words_list: pa.ListArray | list[list[str]], n: int) -> tuple[np.ndarray, np.ndarray]:
     """Each text's words -> (uint64 hash of each of its `word_ngrams(words, n)`, all texts concatenated; offsets).
 
     Text i's hashes are hashes[offsets[i]:offsets[i + 1]]; equal grams get equal hashes in every process. Each
@@ -52,12 +70,15 @@ def ngram_hashes(words_list: list[list[str]], n: int) -> tuple[np.ndarray, np.nd
     """
     if n < 1:
         raise ValueError(f"n-gram size must be >= 1, got {n}")
-    vocab: dict[str, int] = {}
-    lengths = np.array([len(words) for words in words_list], dtype=np.int64)
+    if not isinstance(words_list, pa.ListArray):
+        words_list = pa.array(words_list, pa.list_(pa.string()))
+    lengths = pc.list_value_length(words_list).to_numpy(zero_copy_only=False).astype(np.int64)
     total = int(lengths.sum())
-    word_index = np.fromiter((vocab.setdefault(w, len(vocab)) for words in words_list for w in words), np.int64, total)
+    encoded = pc.dictionary_encode(words_list.flatten())
+    word_index = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    vocab = encoded.dictionary.to_pylist()
     word_hashes = np.fromiter((sha1_hash64(w.encode()) for w in vocab), np.uint64, len(vocab))[word_index]
-    text_of_word = np.repeat(np.arange(len(words_list)), lengths)
+    text_of_word = np.repeat(np.arange(len(lengths)), lengths)
     position = np.arange(total) - np.repeat(np.cumsum(lengths) - lengths, lengths)
     terms = np.minimum(lengths, n)[text_of_word]  # words in the gram that starts at each word
     padded = np.concatenate([word_hashes, np.zeros(n - 1, np.uint64)])
@@ -88,3 +109,10 @@ def _symbol_replacement(char: str) -> str:
     if char not in KEPT_PUNCTUATION and unicodedata.category(char).startswith("P"):
         return " "
     return f" {char} "
+
+
+# str.translate table doing SYMBOL.sub(_spaced_symbol, ...) for ASCII text: built from the same rule, char by char.
+ASCII_SYMBOLS = {code: _symbol_replacement(chr(code)) for code in range(128) if SYMBOL.fullmatch(chr(code))}
+# The same, with every whitespace character (str.split's, e.g. \x1c) as a plain space: then Arrow's ASCII whitespace
+# split (a subset of str.split's) gives str.split's words.
+ASCII_SPACED = {**ASCII_SYMBOLS, **{code: " " for code in range(128) if chr(code).isspace()}}

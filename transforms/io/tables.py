@@ -12,6 +12,7 @@ which cost assemble more than its own work; a scratch folder must be reachable b
 import io
 import uuid
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 import apache_beam as beam
 import numpy as np
@@ -20,6 +21,7 @@ import pyarrow.compute as pc
 from apache_beam.io.filesystems import FileSystems
 
 from rewardmill.transforms.io.parquet import list_shards, read_table, shard_name, stable_shard, write_table
+from rewardmill.transforms.io.threads import ThreadedDoFn
 
 
 def spill_table(table: pa.Table, directory: str) -> str:
@@ -37,6 +39,20 @@ def load_table(path: str) -> pa.Table:
     """A table written by `spill_table`."""
     with FileSystems.open(path) as fh:
         return pa.ipc.open_file(pa.py_buffer(fh.read())).read_all()
+
+
+def stage_shards(directory: str) -> list[str]:
+    """The data shards of a stage output folder; none is an error naming the folder (checked when the pipeline is
+    built, before any work)."""
+    shards = list_shards(directory)
+    if not shards:
+        raise FileNotFoundError(f"{directory}: no *.parquet shards; run the upstream stage first")
+    return shards
+
+
+def read_columns(path: str, schema: pa.Schema, columns: list[str]) -> pa.Table:
+    """Only `columns` of one shard, cast to their types in `schema`."""
+    return read_table(path, columns=columns).cast(pa.schema([schema.field(c) for c in columns]))
 
 
 class _ReadTable(beam.DoFn):
@@ -59,12 +75,9 @@ class ReadStageTables(beam.PTransform):
         self.columns = columns
 
     def expand(self, pbegin):
-        shards = list_shards(self.directory)
-        if not shards:
-            raise FileNotFoundError(f"{self.directory}: no *.parquet shards; run the upstream stage first")
         return (
             pbegin
-            | "List shards" >> beam.Create(shards)
+            | "List shards" >> beam.Create(stage_shards(self.directory))
             | "Read shard" >> beam.ParDo(_ReadTable(self.schema, self.columns))
         )
 
@@ -79,77 +92,136 @@ def shard_indices(keys: list[str], num_shards: int) -> np.ndarray:
     return np.fromiter((stable_shard(k, num_shards) for k in keys), dtype=np.int64, count=len(keys))
 
 
-class _SplitByShard(beam.DoFn):
-    """table -> (shard index, the table's rows for that shard), or (index, path) of them spilled to `spill_dir`."""
+@dataclass(frozen=True)
+class TableSink:
+    """One output folder of WriteTables: `directory/<basename>-0000i-of-0000N.parquet`, rows sorted by the key
+    columns joined with NUL (each row's key must be unique: an id)."""
 
-    def __init__(self, key_columns: tuple[str, ...], num_shards: int, spill_dir: str | None = None):
-        self.key_columns = key_columns
-        self.num_shards = num_shards
-        self.spill_dir = spill_dir
+    directory: str
+    schema: pa.Schema
+    key_columns: tuple[str, ...]
+    num_shards: int = 1
+    basename: str = "part"
 
-    def process(self, table: pa.Table):
-        for index, part in self._parts(table):
-            yield index, spill_table(part, self.spill_dir) if self.spill_dir else part
-
-    def _parts(self, table: pa.Table) -> Iterable[tuple[int, pa.Table]]:
-        if table.num_rows == 0:
-            return
-        if self.num_shards == 1:  # one shard: no key to hash (a Python loop over every row)
-            yield 0, table
-            return
-        shards = shard_indices(sort_keys(table, self.key_columns), self.num_shards)
-        for index in np.unique(shards):
-            yield int(index), table.take(np.nonzero(shards == index)[0])
+    def __post_init__(self):
+        if self.num_shards < 1:
+            raise ValueError(f"{self.directory}: num_shards must be >= 1")
 
 
-def sorted_by_key(table: pa.Table, key_columns: tuple[str, ...], where: str) -> pa.Table:
-    """Rows in the order of their joined key (as WriteSortedParquet sorts them): lexicographic over the key columns
-    is the same order while no key holds a NUL character. Fails on a null key or two rows sharing a key (the key
-    must be an id)."""
+def shard_parts(
+    name: str, table: pa.Table, sinks: dict[str, TableSink], spill_dir: str | None = None
+) -> Iterable[tuple[tuple[str, int], pa.Table | str]]:
+    """A table for sink `name` -> ((name, shard index), its rows for that shard), or the path of those rows spilled
+    to `spill_dir`: the elements WriteTables shuffles. A DoFn that makes big tables can yield these itself, so no
+    table is ever an element between two steps (a runner that does not fuse them would pickle it)."""
+    if table.num_rows == 0:
+        return
+    sink = sinks[name]
+    if sink.num_shards == 1:  # one shard: no key to hash (a Python loop over every row)
+        parts: Iterable[tuple[int, pa.Table]] = [(0, table)]
+    else:
+        shards = shard_indices(sort_keys(table, sink.key_columns), sink.num_shards)
+        parts = ((int(index), table.take(np.nonzero(shards == index)[0])) for index in np.unique(shards))
+    for index, part in parts:
+        yield (name, index), spill_table(part, spill_dir) if spill_dir else part
+
+
+def joined_key(table: pa.Table, key_columns: tuple[str, ...], where: str) -> pa.Array:
+    """Each row's key columns joined with NUL, as one string array: its order is WriteSortedParquet's. Fails on a
+    null key or a NUL inside a key value (NUL is the separator)."""
+    columns = []
     for name in key_columns:
         column = table.column(name)
         if column.null_count:
             raise ValueError(f"{where}: column {name!r} is part of the sort key and has {column.null_count} null(s)")
-        if pa.types.is_string(column.type) and pc.any(pc.match_substring(column, "\x00")).as_py():
-            raise ValueError(f"{where}: column {name!r} holds a NUL character; it cannot be part of a sort key")
-    if table.group_by(list(key_columns)).aggregate([]).num_rows != table.num_rows:
-        raise ValueError(f"{where}: the sort key {list(key_columns)} is not unique per row")
-    order = pc.sort_indices(
-        table,
-        sort_keys=[(c, "ascending") for c in key_columns],
-    )
-    return table.take(order)
+        columns.append(column if pa.types.is_string(column.type) else pc.cast(column, pa.string()))
+    key = columns[0] if len(columns) == 1 else pc.binary_join_element_wise(*columns, "\x00")
+    key = key.combine_chunks() if isinstance(key, pa.ChunkedArray) else key
+    separators = (len(key_columns) - 1) * len(key)
+    if len(key) and pc.sum(pc.count_substring(key, "\x00")).as_py() != separators:
+        raise ValueError(f"{where}: a key column in {list(key_columns)} holds a NUL character (the key separator)")
+    return key
 
 
-class _WriteTableShard(beam.DoFn):
-    def __init__(
-        self, directory: str, basename: str, num_shards: int, schema: pa.Schema, key_columns: tuple[str, ...]
-    ):
-        self.directory = directory
-        self.basename = basename
-        self.num_shards = num_shards
-        self.schema = schema
-        self.key_columns = key_columns
+def sorted_by_key(table: pa.Table, key_columns: tuple[str, ...], where: str) -> pa.Table:
+    """Rows in the order of their joined key (as WriteSortedParquet sorts them). Fails on a null key, a NUL in a key
+    value or two rows sharing a key (the key must be an id). Rows already in order are not moved (a take of nested
+    columns costs more than the sort)."""
+    key = joined_key(table, key_columns, where)
+    if not _strictly_increasing(key):
+        order = pc.sort_indices(key)
+        table, key = table.take(order), key.take(order)
+        if not _strictly_increasing(key):
+            raise ValueError(f"{where}: the sort key {list(key_columns)} is not unique per row")
+    return table
 
-    def process(self, element):
-        index, grouped = element
-        name = shard_name(self.basename, index, self.num_shards)
-        tables = (load_table(t) if isinstance(t, str) else t for t in grouped["tables"])
-        parts = [t.select(self.schema.names).cast(self.schema) for t in tables]
+
+def _strictly_increasing(key: pa.Array) -> bool:
+    return len(key) < 2 or pc.all(pc.less(key[:-1], key[1:])).as_py()
+
+
+class _WriteTableShards(ThreadedDoFn):
+    """((sink, shard index), {"tables": tables or spilled paths}) -> the shard file written, as (sink, shard name,
+    rows). Shards are sorted and written `threads` at a time (pyarrow releases the GIL)."""
+
+    def __init__(self, sinks: dict[str, TableSink], threads: int):
+        super().__init__(threads)
+        self.sinks = sinks
+
+    def work(self, element) -> tuple[str, str, int]:
+        (sink_name, index), grouped = element
+        tables = [load_table(t) if isinstance(t, str) else t for t in grouped["tables"]]
+        return self._write(sink_name, index, tables)
+
+    def _write(self, sink_name: str, index: int, tables: list[pa.Table]) -> tuple[str, str, int]:
+        sink = self.sinks[sink_name]
+        name = shard_name(sink.basename, index, sink.num_shards)
+        parts = [t.select(sink.schema.names).cast(sink.schema) for t in tables]
         if parts:
-            table = sorted_by_key(pa.concat_tables(parts), self.key_columns, f"{self.directory}/{name}")
+            table = sorted_by_key(pa.concat_tables(parts), sink.key_columns, f"{sink.directory}/{name}")
         else:
-            table = self.schema.empty_table()
-        write_table(table.replace_schema_metadata(self.schema.metadata), f"{self.directory}/{name}")
-        yield name, table.num_rows
+            table = sink.schema.empty_table()
+        write_table(table.replace_schema_metadata(sink.schema.metadata), f"{sink.directory}/{name}")
+        return sink_name, name, table.num_rows
+
+
+class WriteTables(beam.PTransform):
+    """(sink name, Arrow table) -> every sink's sorted shards, like WriteSortedParquet with sort key
+    "\\x00".join(key_columns). Every shard file of every sink is written, empty ones too. Returns (sink name, shard
+    name, rows).
+
+    One transform for many folders: one shuffle and one bundle of writes, which run `threads` at a time. With
+    `spill_dir`, each table's shard parts cross the shuffle as Arrow files there (see `spill_table`). With
+    `parts=True` the input is already `shard_parts` elements.
+    """
+
+    def __init__(
+        self, sinks: dict[str, TableSink], spill_dir: str | None = None, threads: int = 2, parts: bool = False
+    ):
+        super().__init__()
+        self.sinks = sinks
+        self.spill_dir = spill_dir
+        self.threads = threads
+        self.parts = parts
+
+    def expand(self, tables):
+        keyed = tables
+        if not self.parts:
+            keyed = tables | "Split by shard" >> beam.FlatMap(
+                lambda e, s, d: shard_parts(*e, s, d), self.sinks, self.spill_dir
+            )
+        every = [((name, i), None) for name, sink in sorted(self.sinks.items()) for i in range(sink.num_shards)]
+        indices = tables.pipeline | "Shard indices" >> beam.Create(every)
+        return (
+            {"tables": keyed, "index": indices}
+            | "Group shards" >> beam.CoGroupByKey()
+            | "Write shards" >> beam.ParDo(_WriteTableShards(self.sinks, self.threads))
+        )
 
 
 class WriteSortedTables(beam.PTransform):
-    """Arrow tables -> `directory/<basename>-0000i-of-0000N.parquet`, like WriteSortedParquet with sort key
-    "\\x00".join(key_columns). Every shard file is written, empty ones too. Returns (shard name, rows).
-
-    With `spill_dir`, each table's shard parts cross the shuffle as Arrow files there (see `spill_table`).
-    """
+    """Arrow tables -> `directory/<basename>-0000i-of-0000N.parquet` (WriteTables with one sink). Returns (shard
+    name, rows)."""
 
     def __init__(
         self,
@@ -161,24 +233,13 @@ class WriteSortedTables(beam.PTransform):
         spill_dir: str | None = None,
     ):
         super().__init__()
-        if num_shards < 1:
-            raise ValueError("num_shards must be >= 1")
-        self.directory = directory
-        self.schema = schema
-        self.key_columns = key_columns
-        self.num_shards = num_shards
-        self.basename = basename
+        self.sink = TableSink(directory, schema, key_columns, num_shards, basename)
         self.spill_dir = spill_dir
 
     def expand(self, tables):
-        split = _SplitByShard(self.key_columns, self.num_shards, self.spill_dir)
-        keyed = tables | "Split by shard" >> beam.ParDo(split)
-        indices = tables.pipeline | "Shard indices" >> beam.Create([(i, None) for i in range(self.num_shards)])
         return (
-            {"tables": keyed, "index": indices}
-            | "Group shards" >> beam.CoGroupByKey()
-            | "Write shards"
-            >> beam.ParDo(
-                _WriteTableShard(self.directory, self.basename, self.num_shards, self.schema, self.key_columns)
-            )
+            tables
+            | "To sink" >> beam.Map(lambda table: ("out", table))
+            | "Write" >> WriteTables({"out": self.sink}, self.spill_dir)
+            | "Shard rows" >> beam.Map(lambda written: written[1:])
         )

@@ -10,6 +10,7 @@ import polars as pl
 import pyarrow as pa
 
 from rewardmill.schemas import PAIR_V2
+from rewardmill.transforms.io.frames import frame_to_table
 from rewardmill.transforms.pairing.strategies import PairsConfig, length_ratio, stable_hash
 
 SIDE_COLUMNS = ("rollout_id", "completion", "reward", "correct", "n_tokens", "confidence", "scores", "label_sources")
@@ -133,4 +134,4 @@ def build_pair_rows(picked: pl.DataFrame, scored: pl.DataFrame, cfg: PairsConfig
         task="task",
         split="split",
     ).sort("pair_id")
-    return rows.to_arrow().cast(PAIR_V2), dropped
+    return frame_to_table(rows, PAIR_V2), dropped

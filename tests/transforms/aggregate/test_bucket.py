@@ -7,7 +7,7 @@ import pyarrow as pa
 import pytest
 
 from rewardmill.schemas import LABEL_V1, PAIR_V2, REJECT_V1, REWARD_V1, RL_V1, ROLLOUT_V2, SFT_V1
-from rewardmill.transforms.aggregate.bucket import CoreConfig, assemble_bucket
+from rewardmill.transforms.aggregate.bucket import PROMPT_COLUMNS, SAMPLE_COLUMNS, CoreConfig, assemble_bucket
 from rewardmill.transforms.aggregate.reward import AggregateConfig
 from rewardmill.transforms.aggregate.sft import SftConfig
 from rewardmill.transforms.aggregate.status import RolloutFilterConfig
@@ -130,3 +130,24 @@ def test_input_order_does_not_change_the_outputs(result):
     for name, table in res.tables.items():
         key = {"pairs": "pair_id", "rl": "prompt_id"}.get(name, "rollout_id")
         assert table.sort_by(key).equals(shuffled.tables[name].sort_by(key)), name
+
+
+def test_prompt_columns_given_apart_give_the_same_outputs(result):
+    """The stage ships the prompt columns once per prompt (and a prompt may come twice, from two shards): the same
+    tables as rollouts that carry them."""
+    rollouts, res = result
+    _, labels = synthetic(40)
+    prompts = rollouts.select(list(PROMPT_COLUMNS))
+    apart = assemble_bucket(
+        rollouts.select(list(SAMPLE_COLUMNS)),
+        labels,
+        {"p003": ("contaminated", "in bench.jsonl:1"), "p004": ("near_duplicate_prompt", "like p001")},
+        CFG,
+        pa.concat_tables([prompts, prompts.slice(0, 50)]),
+    )
+    for name, table in res.tables.items():  # rows in key order, as the writer sorts them
+        key = {"pairs": "pair_id", "rl": "prompt_id"}.get(name, "rollout_id")
+        assert table.sort_by(key).equals(apart.tables[name].sort_by(key)), name
+    for name, table in res.rejects.items():
+        assert table.sort_by("row_id").equals(apart.rejects[name].sort_by("row_id")), name
+    assert apart.counts == res.counts

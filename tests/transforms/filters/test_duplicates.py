@@ -8,6 +8,7 @@ import pickle
 import random
 import subprocess
 import sys
+import unicodedata
 from pathlib import Path
 
 import numpy as np
@@ -27,7 +28,14 @@ from rewardmill.transforms.filters.duplicates import (
     miss_probability,
 )
 from rewardmill.transforms.filters.flag import Flag
-from rewardmill.transforms.filters.text import ngram_hashes, normalized_words, word_ngrams
+from rewardmill.transforms.filters.text import (
+    SYMBOL,
+    _spaced_symbol,
+    ngram_hashes,
+    normalized_word_lists,
+    normalized_words,
+    word_ngrams,
+)
 
 REPO = Path(__file__).resolve().parents[3]
 EXACT_ONLY = DedupConfig(exact=True, near_threshold=None)
@@ -349,3 +357,15 @@ def test_lsh_bands_are_the_widest_within_the_miss_bound(threshold, num_perm):
     if width < num_perm:
         wider = width + 1
         assert miss_probability(num_perm, num_perm // wider, wider, differing) > MAX_MISS
+
+
+def test_word_lists_equal_normalized_words():
+    """The batch (Arrow) normalization gives normalized_words' words for any text: ASCII fast path, control
+    characters, blank and non-ASCII texts included."""
+    rng = random.Random(7)
+    alphabet = [chr(c) for c in range(128)] + list("éÉßﬁ１２＋−…“”\u00a0\u2003\u200b")
+    texts = ["", "   ", "\x1c\x1f", " What is 3 + 4? ", "Ｗｈａｔ  ＩＳ  ３＋４？", "a\tb\x0bc\x0cd"]
+    texts += ["".join(rng.choices(alphabet, k=rng.randrange(0, 30))) for _ in range(3000)]
+    slow = [SYMBOL.sub(_spaced_symbol, unicodedata.normalize("NFKC", t).casefold()).split() for t in texts]
+    assert [normalized_words(t) for t in texts] == slow
+    assert normalized_word_lists(texts).to_pylist() == slow

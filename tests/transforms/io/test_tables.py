@@ -9,7 +9,15 @@ from apache_beam.testing.util import assert_that, equal_to
 
 from rewardmill.schemas import REJECT_V1
 from rewardmill.transforms.io.parquet import WriteSortedParquet, read_rows
-from rewardmill.transforms.io.tables import ReadStageTables, WriteSortedTables, load_table, spill_table
+from rewardmill.transforms.io.tables import (
+    ReadStageTables,
+    TableSink,
+    WriteSortedTables,
+    WriteTables,
+    load_table,
+    sorted_by_key,
+    spill_table,
+)
 
 ROWS = [
     {"stage": "s", "row_id": f"id{i:02d}é", "reason": ["a", "b"][i % 2], "detail": f"d{i}", "payload": None}
@@ -111,3 +119,35 @@ def test_read_tables_selects_columns(tmp_path):
         assert_that(ids, equal_to([r["row_id"] for r in ROWS]))
 
     run(check)
+
+
+def test_one_write_serves_several_sinks(tmp_path):
+    """Tables for two folders through one WriteTables: each folder gets the files its own writer would."""
+    first, second = pa.Table.from_pylist(ROWS[:10], REJECT_V1), pa.Table.from_pylist(ROWS[10:], REJECT_V1)
+    sinks = {
+        "a": TableSink(str(tmp_path / "a"), REJECT_V1, KEY),
+        "b": TableSink(str(tmp_path / "b"), REJECT_V1, KEY, num_shards=3),
+        "empty": TableSink(str(tmp_path / "empty"), REJECT_V1, KEY, num_shards=2),
+    }
+    run(lambda p: p | beam.Create([("b", second), ("a", first), ("b", first)]) | WriteTables(sinks))
+    run(lambda p: p | beam.Create([first]) | WriteSortedTables(str(tmp_path / "a1"), REJECT_V1, KEY))
+    run(lambda p: p | beam.Create([first, second]) | WriteSortedTables(str(tmp_path / "b1"), REJECT_V1, KEY, 3))
+    for folder, alone in (("a", "a1"), ("b", "b1")):
+        names = sorted(f.name for f in (tmp_path / folder).iterdir())
+        assert names == sorted(f.name for f in (tmp_path / alone).iterdir())
+        for name in names:
+            assert (tmp_path / folder / name).read_bytes() == (tmp_path / alone / name).read_bytes()
+    assert len(list((tmp_path / "empty").glob("*.parquet"))) == 2 and read_rows(str(tmp_path / "empty")) == []
+
+
+@pytest.mark.parametrize("order", ["sorted", "reversed"])
+def test_sorted_by_key_keeps_sorted_rows_and_sorts_others(order):
+    table = pa.Table.from_pylist(ROWS, REJECT_V1)  # ROWS are in key order
+    given = table if order == "sorted" else table.take(list(range(table.num_rows))[::-1])
+    assert sorted_by_key(given, KEY, "here").equals(table)
+
+
+def test_sorted_by_key_finds_a_repeated_key_in_sorted_rows():
+    table = pa.Table.from_pylist([ROWS[0], ROWS[0], ROWS[1]], REJECT_V1)
+    with pytest.raises(ValueError, match="here: the sort key .* is not unique"):
+        sorted_by_key(table, KEY, "here")

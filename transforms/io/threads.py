@@ -1,0 +1,57 @@
+"""A DoFn whose work per element runs on a few threads, for cores that release the GIL (polars, pyarrow).
+
+FnApiRunner hands a stage its elements one at a time in one thread; a bucket or a shard is seconds of work that is
+partly single-threaded Python, so two of them at once keep both cores busy. Results are emitted in the bundle's own
+thread (Beam's output and metrics are not thread-safe), in the order elements arrived.
+"""
+
+from collections import deque
+from collections.abc import Iterable
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any
+
+import apache_beam as beam
+from apache_beam.transforms.window import GlobalWindow
+from apache_beam.utils.timestamp import MIN_TIMESTAMP
+from apache_beam.utils.windowed_value import WindowedValue
+
+
+class ThreadedDoFn(beam.DoFn):
+    """Subclasses define `work(element, *side_inputs)` (runs on a pool thread: no Beam calls there) and
+    `emit(result)` (runs in the bundle thread: yields outputs, counts metrics). At most `threads` elements are in
+    flight; finish_bundle waits for all, so a bundle ends only once its work is done. Global window only."""
+
+    def __init__(self, threads: int = 2):
+        self.threads = threads
+
+    def work(self, element, *args) -> Any:
+        raise NotImplementedError
+
+    def emit(self, result) -> Iterable[Any]:
+        yield result
+
+    def setup(self):
+        self._pool = ThreadPoolExecutor(self.threads, thread_name_prefix=type(self).__name__)
+
+    def start_bundle(self):
+        self._pending: deque[Future] = deque()
+
+    def process(self, element, *args):
+        self._pending.append(self._pool.submit(self.work, element, *args))
+        while len(self._pending) > self.threads:
+            yield from self.emit(self._pending.popleft().result())  # result() re-raises the work's error
+
+    def finish_bundle(self):
+        while self._pending:
+            for output in self.emit(self._pending.popleft().result()):
+                if isinstance(output, beam.pvalue.TaggedOutput):
+                    yield beam.pvalue.TaggedOutput(output.tag, _windowed(output.value))
+                else:
+                    yield _windowed(output)
+
+    def teardown(self):
+        self._pool.shutdown(wait=True)
+
+
+def _windowed(value) -> WindowedValue:
+    return WindowedValue(value, MIN_TIMESTAMP, [GlobalWindow()])
