@@ -89,10 +89,6 @@ OUTPUTS = {  # folder -> (schema, sort key columns)
 }
 REJECT_KEY = ("row_id", "reason", "stage")
 SCRATCH = "_scratch"  # tables crossing shuffles as files (transforms/io/tables.spill_table); deleted when done
-PROMPT_TEXT_SCHEMA = {
-    "prompt_id": pl.String,
-    "messages": pl.List(pl.Struct({"role": pl.String, "content": pl.String})),
-}
 COUNTS_FILE = "_counts.json"  # the buckets' summed counts; main() moves them into the manifests
 
 log = logging.getLogger("rewardmill")
@@ -162,8 +158,10 @@ class ComputeFlags(beam.DoFn):
         self.cfg = cfg
 
     def process(self, paths: list[str]):
-        tables = [load_table(p).select(["prompt_id", "messages"]) for p in paths]
-        prompts = pl.from_arrow(pa.concat_tables(tables)) if tables else pl.DataFrame(schema=PROMPT_TEXT_SCHEMA)
+        if not paths:  # no rollouts: no prompt to flag
+            yield {}
+            return
+        prompts = pl.from_arrow(pa.concat_tables([load_table(p).select(["prompt_id", "messages"]) for p in paths]))
         texts = prompts.select("prompt_id", text=user_text(pl.col("messages")))
         flags = prompt_flags(zip(texts["prompt_id"].to_list(), texts["text"].to_list(), strict=True), self.cfg)
         for reason, n in Counter(r for r, _ in flags.values()).items():

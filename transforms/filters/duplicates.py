@@ -144,7 +144,7 @@ def minhash_signatures(hashes: np.ndarray, offsets: np.ndarray, num_perm: int) -
             np.minimum.reduceat(mixed * a[k] + b[k], offsets[:-1], out=by_permutation[k])  # uint32 wraps: mod 2^32
 
     # numpy releases the GIL in these loops: the permutations split over threads use every core
-    threads = max(1, min(len(os.sched_getaffinity(0)), num_perm // 16))
+    threads = max(1, min(os.cpu_count() or 1, num_perm // 16))  # sched_getaffinity does not exist on macOS
     with ThreadPoolExecutor(threads) as pool:
         list(pool.map(permute, [range(t, num_perm, threads) for t in range(threads)]))
     return np.ascontiguousarray(by_permutation.T)
