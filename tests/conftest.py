@@ -17,6 +17,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# vLLM's CPU build: a small KV cache (GiB), so the one test engine fits in 24 GiB beside everything else.
+os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
 
 REPO = Path(__file__).resolve().parents[1]
 TRANSFORMERS_CLI = Path(sys.executable).with_name("transformers")
@@ -69,6 +71,17 @@ def policy_dir(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("policy")
     materialize("builtin:smollm2-135m-instruct", out, "SmolLM2-135M-Instruct")
     return out
+
+
+@pytest.fixture(scope="session")
+def vllm_engine(policy_dir) -> Iterator:
+    """vLLM's CPU build serving the default model, started once per session (about 30 s). It is the process's
+    shared engine (`vllm_engine.engine`): every vLLM path a test runs in-process with the default engine settings
+    (the rollouts stage, continuations, the vLLM judge) gets this same engine instead of starting another."""
+    from rewardmill.transforms.sampling.vllm_engine import engine, shutdown_engines
+
+    yield engine(str(policy_dir))
+    shutdown_engines()
 
 
 @pytest.fixture(scope="session")

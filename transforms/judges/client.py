@@ -66,8 +66,8 @@ class JudgeResponse:
 class BackendConfig:
     """Which model judges, and how to reach it (the `backend:` block of a judge's params config)."""
 
-    kind: Literal["transformers", "openai"] = "transformers"
-    # transformers: a local HF folder (default: the materialized policy) or a hub id (needs network).
+    kind: Literal["transformers", "vllm", "openai"] = "transformers"
+    # transformers / vllm: a local HF folder (default: the materialized policy) or a hub id (needs network).
     # openai: the model name the endpoint serves.
     model: str = "models/policy"
     base_url: str | None = None  # openai: e.g. http://localhost:8000/v1 (vLLM serve, transformers serve, a hosted API)
@@ -76,7 +76,8 @@ class BackendConfig:
     max_retries: int = 4  # openai: retries on 429 / 5xx / timeouts / connection errors only, exponential backoff
     request_timeout: float = 60.0  # openai: seconds per attempt
     batch_size: int = 8  # transformers: requests per generate call
-    dtype: str = "float32"  # transformers: float32 keeps CPU judgments bit-reproducible
+    dtype: str = "float32"  # transformers, vllm: float32 keeps CPU judgments bit-reproducible
+    vllm: dict = field(default_factory=dict)  # vllm: extra vllm.LLM(...) kwargs, e.g. {gpu_memory_utilization: 0.4}
     cache_dir: str | None = None  # call cache folder; the label stage sets it next to the label cache
 
 

@@ -1,8 +1,9 @@
-"""vLLM backend (GPU): offline `vllm.LLM` with one seeded request of n samples per prompt.
+"""vLLM backend: offline `vllm.LLM` (GPU build, or the CPU build) with one seeded request of n samples per prompt.
 
-Each request carries its own seed (derived from the run seed and prompt_id), so a prompt's samples do not
-depend on what else is in the batch; the n samples of a request share that seed and differ by index.
-`logprobs=0` makes vLLM return the sampled token's logprob, from which `cumulative_logprob` is summed.
+Each request carries its own seed (derived from the run seed and prompt_id), so a prompt's samples do not depend on
+what else is in the batch; the n samples of a request share that seed and differ by index. Prompts go in as token
+ids tokenized as the transformers backend does (see `vllm_engine`). `logprobs=0` makes vLLM return the sampled
+token's raw logprob, from which `cumulative_logprob` is summed.
 """
 
 import logging
@@ -15,12 +16,13 @@ from rewardmill.transforms.io.progress import Progress
 from rewardmill.transforms.sampling.cache import RolloutCache
 from rewardmill.transforms.sampling.params import Sample, SamplingParams, prompt_seed
 from rewardmill.transforms.sampling.transformers_backend import chat_texts
+from rewardmill.transforms.sampling.vllm_engine import engine, token_prompts
 
 log = logging.getLogger("rewardmill")
 
 
 def vllm_sampling_kwargs(sp: SamplingParams, pid: str) -> dict[str, Any]:
-    """Our SamplingParams -> keyword arguments of `vllm.SamplingParams` for one prompt (pure; testable on CPU)."""
+    """Our SamplingParams -> keyword arguments of `vllm.SamplingParams` for one prompt (pure)."""
     return {
         "n": sp.n,
         "temperature": sp.temperature,
@@ -49,6 +51,16 @@ def to_samples(request_output, seed: int) -> list[Sample]:
     return samples
 
 
+def generate_vllm(llm, conversations: Sequence[list[dict]], prompt_ids: Sequence[str], sp: SamplingParams):
+    """n samples for each conversation in one `LLM.generate` call (vLLM schedules the batch itself)."""
+    from vllm import SamplingParams as VLLMSamplingParams
+
+    prompts = token_prompts(llm.get_tokenizer(), chat_texts(llm.get_tokenizer(), conversations))
+    params = [VLLMSamplingParams(**vllm_sampling_kwargs(sp, pid)) for pid in prompt_ids]
+    outputs = llm.generate(prompts, params, use_tqdm=False)
+    return [to_samples(out, p.seed) for out, p in zip(outputs, params, strict=True)]
+
+
 class VLLMPolicyHandler(ModelHandler):
     """RunInference handler: element = one pre-formed batch of prompt rows -> list of (prompt row, Sample)."""
 
@@ -69,10 +81,7 @@ class VLLMPolicyHandler(ModelHandler):
         self._progress = None
 
     def load_model(self):
-        from vllm import LLM
-
-        kwargs = {"seed": self.sampling.seed, **self.llm_kwargs}  # copy: never mutate the configured kwargs
-        return LLM(model=self.model_dir, **kwargs)
+        return engine(self.model_dir, self.llm_kwargs)
 
     def run_inference(self, batch: Sequence[list[dict[str, Any]]], model, inference_args=None) -> Iterable:
         if self._progress is None:
@@ -84,12 +93,7 @@ class VLLMPolicyHandler(ModelHandler):
             yield pairs
 
     def _generate(self, model, prompts: list[dict[str, Any]]) -> list[list[Sample]]:
-        from vllm import SamplingParams as VLLMSamplingParams
-
-        texts = chat_texts(model.get_tokenizer(), [p["messages"] for p in prompts])
-        params = [VLLMSamplingParams(**vllm_sampling_kwargs(self.sampling, p["prompt_id"])) for p in prompts]
-        outputs = model.generate(texts, params, use_tqdm=False)
-        return [to_samples(out, sp.seed) for out, sp in zip(outputs, params, strict=True)]
+        return generate_vllm(model, [p["messages"] for p in prompts], [p["prompt_id"] for p in prompts], self.sampling)
 
     def batch_elements_kwargs(self):
         return {"min_batch_size": 1, "max_batch_size": 1}

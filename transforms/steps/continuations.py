@@ -5,8 +5,9 @@ step, k times. The prompt is the rollout's chat prompt followed by the prefix te
 begun), so the policy continues its own answer. Each request is seeded by (seed, request key, sample index): a
 continuation depends on its prefix only, never on its batch mates, which the continuation cache relies on.
 
-Backends: `TransformersContinuer` (CPU/GPU, the default) and `VLLMContinuer` (GPU, `vllm.LLM.generate` with one
-seeded request of n samples per prefix). Both pickle as settings and load the model on first use.
+Backends: `TransformersContinuer` (CPU/GPU, the default) and `VLLMContinuer` (vLLM's GPU or CPU build,
+`vllm.LLM.generate` with one seeded request of n samples per prefix). Both pickle as settings and load the model
+on first use.
 """
 
 import hashlib
@@ -108,7 +109,8 @@ def vllm_continuation_kwargs(sampling: ContinuationSampling, k: int, key: str) -
 
 
 class VLLMContinuer:
-    """k continuations per prefix with offline vLLM (GPU): one seeded request of n=k samples per prefix."""
+    """k continuations per prefix with offline vLLM (GPU or CPU build): one seeded request of n=k samples per prefix,
+    on the process's shared engine (`vllm_engine.engine`), prompts as token ids like the transformers continuer."""
 
     backend = "vllm"
 
@@ -122,23 +124,25 @@ class VLLMContinuer:
 
     def load(self):
         if self._llm is None:
-            from vllm import LLM
+            from rewardmill.transforms.sampling.vllm_engine import engine
 
-            self._llm = LLM(model=self.model_dir, **{"seed": self.sampling.seed, **self.llm_kwargs})
+            self._llm = engine(self.model_dir, self.llm_kwargs)
         return self._llm
 
     def continue_many(self, requests: Sequence[PrefixRequest]) -> list[list[str]]:
         from vllm import SamplingParams as VLLMSamplingParams
 
+        from rewardmill.transforms.sampling.vllm_engine import token_prompts
+
         llm = self.load()
         tokenizer = llm.get_tokenizer()
-        texts = [prompt_text(tokenizer, r) for r in requests]
+        prompts = token_prompts(tokenizer, [prompt_text(tokenizer, r) for r in requests])
         params = [VLLMSamplingParams(**vllm_continuation_kwargs(self.sampling, self.k, r.key)) for r in requests]
-        outputs = llm.generate(texts, params, use_tqdm=False)
+        outputs = llm.generate(prompts, params, use_tqdm=False)
         return [[o.text.strip() for o in sorted(out.outputs, key=lambda o: o.index)] for out in outputs]
 
     def close(self) -> None:
-        self._llm = None
+        self._llm = None  # the engine stays up for the process's other users
 
 
 class CachedContinuer:

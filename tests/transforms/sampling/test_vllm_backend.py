@@ -1,10 +1,22 @@
-"""vLLM cannot run on this CPU-only machine, so its output objects are plain stand-ins with vLLM's field names
-(RequestOutput.outputs[i].index/text/token_ids/cumulative_logprob/finish_reason); the GPU run is in the README."""
+"""The vLLM backend on vLLM's CPU build with the real default model (one engine per session), plus its pure
+mappings. The same code runs on the GPU build."""
 
+import math
+import pickle
 from types import SimpleNamespace
 
+import pytest
+
 from rewardmill.transforms.sampling.params import SamplingParams, prompt_seed
-from rewardmill.transforms.sampling.vllm_backend import to_samples, vllm_sampling_kwargs
+from rewardmill.transforms.sampling.transformers_backend import chat_texts, load_policy
+from rewardmill.transforms.sampling.vllm_backend import VLLMPolicyHandler, to_samples, vllm_sampling_kwargs
+from rewardmill.transforms.sampling.vllm_engine import engine_kwargs, prompt_token_ids, token_prompts
+
+SP = SamplingParams(n=3, temperature=0.8, top_p=0.95, max_new_tokens=12, seed=7)
+
+
+def prompt(i: int) -> dict:
+    return {"prompt_id": f"p{i}", "messages": [{"role": "user", "content": f"What is {i} + {i}? Answer briefly."}]}
 
 
 def test_sampling_kwargs_map_every_field_and_seed_per_prompt():
@@ -23,6 +35,7 @@ def test_sampling_kwargs_map_every_field_and_seed_per_prompt():
 
 
 def test_to_samples_orders_by_index_and_maps_finish_reason():
+    # vLLM's RequestOutput fields, built by hand: only the index/finish-reason mapping is under test here
     out = SimpleNamespace(
         outputs=[
             SimpleNamespace(index=1, text=" b ", token_ids=[1, 2, 3], cumulative_logprob=-3.0, finish_reason="length"),
@@ -34,3 +47,74 @@ def test_to_samples_orders_by_index_and_maps_finish_reason():
         (0, "a", 1, "stop", -0.5, 9),
         (1, "b", 3, "length", -3.0, 9),
     ]
+
+
+def test_cpu_defaults_are_float32_eager_and_user_settings_win():
+    assert engine_kwargs({}) == {"dtype": "float32", "enforce_eager": True, "seed": 0}
+    assert engine_kwargs({"dtype": "bfloat16", "max_model_len": 512})["dtype"] == "bfloat16"
+
+
+def test_prompt_token_ids_never_add_a_second_bos(policy_dir):
+    """A chat template that starts with BOS (Llama 3, Mistral) and a tokenizer that adds BOS: tokenizing the
+    templated text the default way doubles it (what vLLM does to a text prompt); ours keeps one, as transformers'."""
+    from tokenizers.processors import TemplateProcessing
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(policy_dir)
+    bos = tok.bos_token
+    tok.chat_template = "{{ bos_token }}" + tok.chat_template
+    tok._tokenizer.post_processor = TemplateProcessing(single=f"{bos} $A", special_tokens=[(bos, tok.bos_token_id)])
+    text = chat_texts(tok, [prompt(1)["messages"]])[0]
+    ids = prompt_token_ids(tok, [text])[0]
+    assert ids.count(tok.bos_token_id) == text.count(bos)  # one BOS token for every BOS the template wrote
+    assert tok(text)["input_ids"] == [tok.bos_token_id] + ids  # the default way adds one more: the bug guarded
+    assert token_prompts(tok, [text]) == [{"prompt_token_ids": ids}]
+
+
+def test_handler_uses_the_shared_engine_pickles_and_is_batch_independent(vllm_engine, policy_dir):
+    handler = VLLMPolicyHandler(str(policy_dir), SP, {})
+    assert handler.load_model() is vllm_engine  # one engine per process and settings
+    restored = pickle.loads(pickle.dumps(handler))
+    prompts = [prompt(i) for i in range(3)]
+    together = list(handler.run_inference([prompts], vllm_engine))[0]
+    apart = [pair for p in reversed(prompts) for pair in list(restored.run_inference([[p]], vllm_engine))[0]]
+
+    def by_key(pairs):
+        return {(p["prompt_id"], s.index): s for p, s in pairs}
+
+    def tokens(pairs):  # what a sample is, beside the float sum of its logprobs
+        return {k: (s.completion, s.n_tokens, s.finish_reason, s.seed) for k, s in by_key(pairs).items()}
+
+    assert len(together) == 3 * SP.n
+    assert tokens(together) == tokens(apart)  # per-request seeds: batch mates and order change no token
+    # ...but other batch shapes sum the logprobs in another order (seen: 1e-5 apart); the same batches are stable
+    for key, sample in by_key(apart).items():
+        assert sample.logprob_sum == pytest.approx(by_key(together)[key].logprob_sum, abs=1e-3)
+    again = list(handler.run_inference([prompts], vllm_engine))[0]
+    assert by_key(again) == by_key(together)
+    texts = {s.completion for s in by_key(together).values()}
+    assert len(texts) > 1  # real sampling, not one greedy answer repeated
+    for s in by_key(together).values():
+        assert 1 <= s.n_tokens <= SP.max_new_tokens and s.finish_reason in ("stop", "length")
+        assert s.logprob_sum < 0 and math.isfinite(s.logprob_sum)
+        assert s.seed == prompt_seed(SP.seed, "p0") or s.seed in {prompt_seed(SP.seed, f"p{i}") for i in range(3)}
+
+
+def test_vllm_sees_the_transformers_prompt_tokens_and_reports_raw_logprobs(vllm_engine, policy_dir):
+    """Both backends feed the same prompt ids, and vLLM's cumulative logprob is the raw (untempered) log-likelihood
+    of the sampled tokens under the policy that transformers computes."""
+    import torch
+    from vllm import SamplingParams as VLLMSamplingParams
+
+    policy = load_policy(str(policy_dir))
+    text = chat_texts(policy.tokenizer, [prompt(2)["messages"]])[0]
+    expected = policy.tokenizer(text, add_special_tokens=False)["input_ids"]
+    params = VLLMSamplingParams(**vllm_sampling_kwargs(SP, "p2"))
+    out = vllm_engine.generate(token_prompts(vllm_engine.get_tokenizer(), [text]), [params], use_tqdm=False)[0]
+    assert list(out.prompt_token_ids) == expected
+    sample = out.outputs[0]
+    ids = torch.tensor([expected + list(sample.token_ids)])
+    with torch.inference_mode():
+        logits = policy.model(ids).logits[0, len(expected) - 1 : -1].float()
+    raw = torch.log_softmax(logits, -1).gather(1, torch.tensor(sample.token_ids)[:, None]).sum().item()
+    assert sample.cumulative_logprob == pytest.approx(raw, abs=1e-2)

@@ -10,6 +10,7 @@ from rewardmill.transforms.steps.continuations import (
     ContinuationSampling,
     PrefixRequest,
     TransformersContinuer,
+    VLLMContinuer,
     vllm_continuation_kwargs,
 )
 from tests.transforms.judges.conftest import one_torch_thread  # noqa: F401  (autouse: generate on one thread)
@@ -50,6 +51,29 @@ def test_pickles_without_the_model(policy_dir):
     continuer.continue_many([request("r:0", "Tom")])
     copy = pickle.loads(pickle.dumps(continuer))
     assert copy._policy is None and copy.sampling == SAMPLING
+
+
+def test_vllm_continuations_are_seeded_per_request_cached_and_continue_the_prefix(vllm_engine, policy_dir, tmp_path):
+    """VLLMContinuer on vLLM's CPU build (the session's engine): the same contract as the transformers continuer."""
+    continuer = VLLMContinuer(str(policy_dir), SAMPLING, k=2)
+    assert continuer.load() is vllm_engine
+    target = request("r1:0", "Tom starts with 3 apples.")
+    alone = continuer.continue_many([target])
+    mates = continuer.continue_many([request("r2:0", "He buys"), target, request("r3:1", "3 + 4")])
+    assert len(alone) == 1 and len(alone[0]) == 2 and all(isinstance(t, str) and t for t in alone[0])
+    assert mates[1] == alone[0]  # other batch mates and position: same samples
+    assert continuer.continue_many([request("r1:1", "Tom starts with 3 apples.")]) != alone  # the key seeds
+    copy = pickle.loads(pickle.dumps(continuer))
+    assert copy._llm is None and copy.continue_many([target]) == alone
+
+    fingerprint = local_model_id(str(policy_dir))
+    cached = CachedContinuer(continuer, str(tmp_path), fingerprint)
+    assert cached.continue_many([target]) == alone and cached.generated == 2
+    cached.close()
+    again = CachedContinuer(VLLMContinuer(str(policy_dir), SAMPLING, k=2), str(tmp_path), fingerprint)
+    assert again.continue_many([target]) == alone and again.generated == 0
+    transformers_key = CachedContinuer(TransformersContinuer(str(policy_dir), SAMPLING, k=2), None, fingerprint)
+    assert transformers_key.key_of(target) != again.key_of(target)  # the backend is in the key
 
 
 @pytest.mark.parametrize(

