@@ -11,6 +11,7 @@ from apache_beam.ml.inference.base import RunInference
 
 from rewardmill.pipelines.config import load_section
 from rewardmill.pipelines.stage import (
+    REJECTS_DIR,
     StageTimer,
     atomic_output,
     counter_totals,
@@ -23,38 +24,47 @@ from rewardmill.pipelines.stage import (
     write_rejects,
 )
 from rewardmill.schemas import PROMPT_V1, ROLLOUT_V2
-from rewardmill.transforms.io.parquet import ReadStageOutput, WriteSortedParquet
+from rewardmill.transforms.io.parquet import ReadStageOutput, WriteSortedParquet, read_rows
 from rewardmill.transforms.sampling.cache import COUNTERS, RolloutCache
+from rewardmill.transforms.sampling.openai_backend import EndpointPolicy, OpenAIPolicyHandler, check_reachable
 from rewardmill.transforms.sampling.params import SamplingParams
 from rewardmill.transforms.sampling.policy import PolicyInfo, read_policy_info
 from rewardmill.transforms.sampling.rows import FormBatches, ToRolloutRows
 
 STAGE = "rollouts"
 log = logging.getLogger("rewardmill")
-BACKENDS = ("transformers", "vllm")
+BACKENDS = ("transformers", "vllm", "openai")
 
 
 @dataclass(frozen=True)
 class RolloutsConfig:
     """params `rollouts`."""
 
-    backend: str = "transformers"  # transformers (CPU/GPU) | vllm (GPU)
+    backend: str = "transformers"  # transformers (CPU/GPU) | vllm (GPU, or vLLM's CPU build) | openai (an endpoint)
     n: int = 4
     temperature: float = 0.8
     top_p: float = 1.0
     top_k: int = 0
     max_new_tokens: int = 256
     seed: int = 0
-    batch_size: int = 8  # prompts per generate call
+    batch_size: int = 8  # prompts per generate call (vllm: larger batches let it schedule more; the cache saves each)
     num_shards: int = 1
     device: str = "cpu"  # transformers backend: cpu | cuda
     vllm: dict = field(default_factory=dict)  # extra vllm.LLM kwargs
+    openai: EndpointPolicy = field(default_factory=EndpointPolicy)  # backend openai: the served policy
+    # Prompts whose generation may fail (after the backend's retries) before the stage fails instead of writing them
+    # as `generation_error` rejects. 0: an outage fails the stage, and a rerun resumes from the rollouts cache.
+    max_generation_errors: int = 0
 
     def __post_init__(self):
         if self.backend not in BACKENDS:
             raise ValueError(f"backend must be one of {BACKENDS}, got {self.backend!r}")
         if self.batch_size < 1:
             raise ValueError("batch_size must be >= 1")
+        if self.max_generation_errors < 0:
+            raise ValueError("max_generation_errors must be >= 0")
+        if self.backend == "openai" and self.top_k > 0:
+            raise ValueError("top_k: the OpenAI chat API has no top_k; use top_p with backend openai")
         self.sampling()  # validates the sampling fields
 
     def sampling(self) -> SamplingParams:
@@ -62,6 +72,8 @@ class RolloutsConfig:
 
 
 def model_handler(cfg: RolloutsConfig, model_dir: str, total_prompts: int, cache: RolloutCache | None = None):
+    if cfg.backend == "openai":
+        return OpenAIPolicyHandler(cfg.openai, cfg.sampling(), total_prompts, cache)
     if cfg.backend == "vllm":
         from rewardmill.transforms.sampling.vllm_backend import VLLMPolicyHandler
 
@@ -117,7 +129,11 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     setup_logging()
     cfg = load_section(RolloutsConfig, STAGE)
-    policy = read_policy_info(args.model)
+    if cfg.backend == "openai":  # the policy is what the endpoint serves; nothing is sampled when it is down
+        policy = cfg.openai.policy_info()
+        check_reachable(cfg.openai)
+    else:
+        policy = read_policy_info(args.model)
     total = read_manifest(args.prompts)["rows"]
     timer = StageTimer(STAGE)
     with atomic_output(args.out) as tmp:
@@ -133,6 +149,15 @@ def main(argv: list[str] | None = None) -> None:
             inputs={"prompts": args.prompts},
             extra={"policy": policy.__dict__, "prompts": total},
         )
+        failed = manifest["rejects"].get("generation_error", 0)
+        if failed > cfg.max_generation_errors:  # nothing is renamed into place: a rerun resumes from the cache
+            first = next(r for r in read_rows(str(tmp / REJECTS_DIR)) if r["reason"] == "generation_error")
+            raise SystemExit(
+                f"rollouts: generation failed for {failed} of {total} prompts (rollouts.max_generation_errors = "
+                f"{cfg.max_generation_errors}); first: prompt {first['row_id']}: {first['detail']}. Batches that "
+                f"finished are in the rollouts cache ({args.cache or 'off: pass --cache'}): fix the cause and rerun "
+                "to resume"
+            )
     # Cache use goes to the log, not the manifest: the output must not depend on what was cached.
     counts = counter_totals(result, COUNTERS)
     if counts:

@@ -93,20 +93,26 @@ def judge_server(policy_dir, tmp_path_factory) -> Iterator[str]:
     log_path = tmp_path_factory.mktemp("judge_server") / "serve.log"
     command = [str(TRANSFORMERS_CLI), "serve", str(policy_dir), "--host", "127.0.0.1", "--port", str(port)]
     command += ["--device", "cpu", "--dtype", "float32"]
+    yield from serve(command, port, log_path, "transformers serve", {"OMP_NUM_THREADS": "1"}, 180)
+
+
+def serve(command: list[str], port: int, log_path: Path, name: str, env: dict, timeout: float) -> Iterator[str]:
+    """Run a server on 127.0.0.1:`port` in its own process group, yield its root URL once /health answers 200,
+    and stop it (group-wide) afterwards; its output goes to `log_path` and its tail into any failure."""
     with log_path.open("wb") as log:
         process = subprocess.Popen(
             command,
             stdout=log,
             stderr=subprocess.STDOUT,
-            env={**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"},
+            env={**os.environ, "HF_HUB_OFFLINE": "1", **env},
             start_new_session=True,
         )
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 180
+        deadline = time.monotonic() + timeout
         while True:
             if process.poll() is not None:
-                pytest.fail(f"transformers serve exited with {process.returncode}:\n{log_path.read_text()[-3000:]}")
+                pytest.fail(f"{name} exited with {process.returncode}:\n{log_path.read_text()[-3000:]}")
             try:
                 with urllib.request.urlopen(f"{url}/health", timeout=2) as response:
                     if response.status == 200:
@@ -114,13 +120,13 @@ def judge_server(policy_dir, tmp_path_factory) -> Iterator[str]:
             except OSError:
                 pass
             if time.monotonic() > deadline:
-                pytest.fail(f"transformers serve not healthy after 180 s:\n{log_path.read_text()[-3000:]}")
+                pytest.fail(f"{name} not healthy after {timeout} s:\n{log_path.read_text()[-3000:]}")
             time.sleep(0.5)
         yield url
     finally:
         os.killpg(process.pid, signal.SIGTERM)
         try:
-            process.wait(timeout=20)
+            process.wait(timeout=30)
         except subprocess.TimeoutExpired:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait()

@@ -288,3 +288,20 @@ def test_forced_repro_gives_identical_bytes(project, tmp_path):
         if after.get(rel, before[rel]) != before[rel]
     }
     assert after.keys() == before.keys() and not moved, moved
+
+
+def test_experiment_on_vllm_builds_a_dataset_that_validates(project):
+    """`dvc exp run -S rollouts.backend=vllm`: the same DAG sampled by vLLM's CPU build, through validate and export.
+    Last in this module: the experiment's outputs replace the workspace's."""
+    out = run([str(BIN / "dvc"), "exp", "run", "-S", "rollouts.backend=vllm"], project)
+    ran = set(re.findall(r"Running stage '([^']+)'", out))
+    assert {"rollouts", "assemble", "validate", "export"} <= ran and "model" not in ran, out
+    rollouts = read_rows(str(project / "data/rollouts"))
+    assert rollouts and {r["policy"]["backend"] for r in rollouts} == {"vllm"}
+    assert {json.loads(r["sampling"])["backend"] for r in rollouts} == {"vllm"}
+    metrics = json.loads((project / "metrics/validate.json").read_text())
+    assert metrics["rollouts"]["count"] == len(rollouts)  # validate read the vLLM rollouts...
+    assert metrics["validation"] and all(v["success"] for v in metrics["validation"].values())  # ...and passed
+    assert (project / "export/README.md").exists()
+    shown = run([str(BIN / "dvc"), "exp", "show", "--csv"], project)
+    assert "vllm" in shown  # the experiment is recorded with its params

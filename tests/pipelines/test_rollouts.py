@@ -103,3 +103,45 @@ def test_bad_backend_is_rejected_before_work(tmp_path, params_file):
     params_file(params)
     with pytest.raises(ConfigError, match="backend"):
         rollouts.main(["--out", str(tmp_path / "x")])
+
+
+def test_vllm_backend_stage_is_complete_stable_and_cached(tmp_path, params_file, inputs, vllm_engine, caplog):
+    """backend: vllm on vLLM's CPU build (the session's engine, which the stage's handler shares)."""
+    params, prompts, model = inputs
+    params["rollouts"]["backend"] = "vllm"
+    first = run_stage(tmp_path, params_file, params, prompts, model, "v1")
+    rows = read_rows(str(first), ROLLOUT_V2)
+    assert len(rows) == 4 * 2 and len({r["rollout_id"] for r in rows}) == 8
+    assert {r["policy"]["backend"] for r in rows} == {"vllm"} and all(r["completion"] for r in rows)
+    assert all(r["n_tokens"] <= 8 and r["logprob_sum"] < 0 for r in rows)
+    assert json.loads(rows[0]["sampling"])["backend"] == "vllm"
+
+    again = run_stage(tmp_path, params_file, params, prompts, model, "v2")  # no cache: the same batches, same bytes
+    assert digest(first / "part-00000-of-00001.parquet") == digest(again / "part-00000-of-00001.parquet")
+
+    params["rollouts"]["batch_size"] = 1  # other batches: the same tokens (floats may move in the last digits)
+    single = read_rows(str(run_stage(tmp_path, params_file, params, prompts, model, "v3")))
+    assert {(r["rollout_id"], r["completion"], r["n_tokens"]) for r in single} == {
+        (r["rollout_id"], r["completion"], r["n_tokens"]) for r in rows
+    }
+
+    cache = tmp_path / "cache"
+    cached = run_stage(tmp_path, params_file, params, prompts, model, "v4", cache)
+    caplog.set_level("INFO", logger="rewardmill")
+    resumed = run_stage(tmp_path, params_file, params, prompts, model, "v5", cache)
+    assert "0 prompts sampled now, 4 reused from the cache" in caplog.text
+    assert digest(cached / "part-00000-of-00001.parquet") == digest(resumed / "part-00000-of-00001.parquet")
+
+
+def test_a_model_vllm_cannot_load_fails_the_stage_with_the_folder_named(tmp_path, params_file, inputs):
+    params, prompts, model = inputs
+    broken = tmp_path / "not_a_vllm_model"
+    shutil.copytree(model, broken)
+    config = json.loads((broken / "config.json").read_text())
+    (broken / "config.json").write_text(json.dumps({**config, "architectures": ["NoSuchForCausalLM"]}))
+    params["rollouts"]["backend"] = "vllm"
+    params_file(params)
+    out = tmp_path / "r"
+    with pytest.raises(Exception, match="vLLM cannot load the model in .*not_a_vllm_model"):
+        rollouts.main(["--prompts", str(prompts), "--model", str(broken), "--out", str(out)])
+    assert not out.exists() and not list(tmp_path.glob("r.tmp-*"))

@@ -72,6 +72,20 @@ def test_mc_and_binary_search_on_the_real_model(tmp_path, params_file, policy_di
     assert again["this_run"]["continuations_generated"] == 0 and again["continuations"] == 16
 
 
+def test_mc_with_vllm_continuations(tmp_path, params_file, policy_dir, vllm_engine):
+    """steps with `backend: vllm` (vLLM's CPU build; the session's engine): the same labels' shape and accounting."""
+    params = tiny_params()
+    config = {"k": 2, "segment": {"strategy": "sentences"}, "continuation": {"max_new_tokens": 16}, "method": "mc"}
+    params["steps"] = {"mc": {"tasks": ["math"], "config": config, "backend": "vllm"}}
+    params_file(params)
+    out, metrics = run(tmp_path, "mc", policy_dir, write_rollouts(tmp_path))
+    assert metrics["rollouts"] == 3 and metrics["steps"] == 11
+    assert metrics["continuations"] == 16 and metrics["this_run"]["continuations_generated"] == 16
+    rows = read_rows(str(out), STEP_LABEL_V1)
+    assert {r["method"] for r in rows} == {"mc"} and all(r["n_continuations"] in (0, 2) for r in rows)
+    assert {r["rollout_id"] for r in rows} == {"p1-r0", "p2-r0", "p3-r0"}
+
+
 def test_consensus_with_the_real_model_as_step_judge(tmp_path, params_file, policy_dir):
     """MC and the 135M step critic: a rollout is kept only where both name the same first error; every other one
     is a counted reject with the reason, and the judge's reply is kept in raw."""

@@ -77,7 +77,9 @@ class BackendConfig:
     request_timeout: float = 60.0  # openai: seconds per attempt
     batch_size: int = 8  # transformers: requests per generate call
     dtype: str = "float32"  # transformers, vllm: float32 keeps CPU judgments bit-reproducible
-    vllm: dict = field(default_factory=dict)  # vllm: extra vllm.LLM(...) kwargs, e.g. {gpu_memory_utilization: 0.4}
+    # vllm: extra vllm.LLM(...) kwargs, e.g. {gpu_memory_utilization: 0.4}; left out of the hash (clients are keyed
+    # by config), still compared
+    vllm: dict = field(default_factory=dict, hash=False)
     cache_dir: str | None = None  # call cache folder; the label stage sets it next to the label cache
 
 

@@ -1,14 +1,12 @@
 """transformers backend: batched, per-row seeded sampling of n completions per prompt (CPU or GPU)."""
 
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from apache_beam.ml.inference.base import ModelHandler
-
-from rewardmill.transforms.io.progress import Progress
 from rewardmill.transforms.sampling.cache import RolloutCache
+from rewardmill.transforms.sampling.handler import PolicyHandler
 from rewardmill.transforms.sampling.params import Sample, SamplingParams, sample_seed
 from rewardmill.transforms.sampling.seeded import SeededSampler
 
@@ -93,12 +91,8 @@ def generate_from_texts(
     return results
 
 
-class TransformersPolicyHandler(ModelHandler):
-    """RunInference handler: element = one pre-formed batch of prompt rows -> list of (prompt row, Sample).
-
-    Batches are formed upstream in a deterministic order, so Beam's own batching is disabled (max 1 element):
-    generation depends only on the data, never on bundle boundaries.
-    """
+class TransformersPolicyHandler(PolicyHandler):
+    """The policy on local transformers (CPU or GPU), per-row seeded (`SeededSampler`)."""
 
     def __init__(
         self,
@@ -108,13 +102,10 @@ class TransformersPolicyHandler(ModelHandler):
         total_prompts: int | None = None,
         cache: RolloutCache | None = None,  # prompts sampled before (same policy and params) are reused
     ):
-        super().__init__()
+        super().__init__(cache or RolloutCache(None, "", "transformers", sampling), total_prompts)
         self.model_dir = model_dir
         self.sampling = sampling
         self.device = device
-        self.total_prompts = total_prompts
-        self.cache = cache or RolloutCache(None, "", "transformers", sampling)
-        self._progress = None
 
     def load_model(self) -> LoadedPolicy:
         import torch
@@ -122,23 +113,7 @@ class TransformersPolicyHandler(ModelHandler):
         torch.manual_seed(0)
         return load_policy(self.model_dir, self.device)
 
-    def run_inference(
-        self, batch: Sequence[list[dict[str, Any]]], model: LoadedPolicy, inference_args=None
-    ) -> Iterable:
-        if self._progress is None:
-            self._progress = Progress("rollouts: prompts", self.total_prompts)
-        for prompts in batch:
-            samples = self.cache.sample(prompts, lambda todo: self._generate(model, todo))
-            self._progress.update(len(prompts), sum(s.n_tokens for per in samples for s in per))
-            yield [(prompt, s) for prompt, per in zip(prompts, samples, strict=True) for s in per]
-
     def _generate(self, model: LoadedPolicy, prompts: list[dict[str, Any]]) -> list[list[Sample]]:
         return generate_samples(
             model, [p["messages"] for p in prompts], [p["prompt_id"] for p in prompts], self.sampling
         )
-
-    def batch_elements_kwargs(self):
-        return {"min_batch_size": 1, "max_batch_size": 1}
-
-    def get_metrics_namespace(self) -> str:
-        return "rewardmill_rollouts"

@@ -7,13 +7,11 @@ token's raw logprob, from which `cumulative_logprob` is summed.
 """
 
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
-from apache_beam.ml.inference.base import ModelHandler
-
-from rewardmill.transforms.io.progress import Progress
 from rewardmill.transforms.sampling.cache import RolloutCache
+from rewardmill.transforms.sampling.handler import PolicyHandler
 from rewardmill.transforms.sampling.params import Sample, SamplingParams, prompt_seed
 from rewardmill.transforms.sampling.transformers_backend import chat_texts
 from rewardmill.transforms.sampling.vllm_engine import engine, token_prompts
@@ -61,8 +59,8 @@ def generate_vllm(llm, conversations: Sequence[list[dict]], prompt_ids: Sequence
     return [to_samples(out, p.seed) for out, p in zip(outputs, params, strict=True)]
 
 
-class VLLMPolicyHandler(ModelHandler):
-    """RunInference handler: element = one pre-formed batch of prompt rows -> list of (prompt row, Sample)."""
+class VLLMPolicyHandler(PolicyHandler):
+    """The policy on the process's vLLM engine (`vllm_engine.engine`)."""
 
     def __init__(
         self,
@@ -72,31 +70,13 @@ class VLLMPolicyHandler(ModelHandler):
         total_prompts: int | None = None,
         cache: RolloutCache | None = None,  # prompts sampled before (same policy and params) are reused
     ):
-        super().__init__()
+        super().__init__(cache or RolloutCache(None, "", "vllm", sampling), total_prompts)
         self.model_dir = model_dir
         self.sampling = sampling
         self.llm_kwargs = dict(llm_kwargs)
-        self.total_prompts = total_prompts
-        self.cache = cache or RolloutCache(None, "", "vllm", sampling)
-        self._progress = None
 
     def load_model(self):
         return engine(self.model_dir, self.llm_kwargs)
 
-    def run_inference(self, batch: Sequence[list[dict[str, Any]]], model, inference_args=None) -> Iterable:
-        if self._progress is None:
-            self._progress = Progress("rollouts: prompts", self.total_prompts)
-        for prompts in batch:
-            samples = self.cache.sample(prompts, lambda todo: self._generate(model, todo))
-            pairs = [(prompt, s) for prompt, per in zip(prompts, samples, strict=True) for s in per]
-            self._progress.update(len(prompts), sum(s.n_tokens for _, s in pairs))
-            yield pairs
-
     def _generate(self, model, prompts: list[dict[str, Any]]) -> list[list[Sample]]:
         return generate_vllm(model, [p["messages"] for p in prompts], [p["prompt_id"] for p in prompts], self.sampling)
-
-    def batch_elements_kwargs(self):
-        return {"min_batch_size": 1, "max_batch_size": 1}
-
-    def get_metrics_namespace(self) -> str:
-        return "rewardmill_rollouts"

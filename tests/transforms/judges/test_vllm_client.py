@@ -95,3 +95,10 @@ def test_a_malformed_conversation_fails_alone_and_pickling_ships_settings(vllm_j
     copy = pickle.loads(pickle.dumps(vllm_judge))
     assert copy._llm is None and copy.usage()["requests"] == 0 and copy.model_id == vllm_judge.model_id
     assert copy.complete([ask("Say hi")])[0].text == good.text
+
+
+def test_backend_config_with_engine_settings_stays_hashable():
+    """Judge labelers key their clients by backend config: the `vllm` kwargs dict must not make it unhashable."""
+    config = BackendConfig(kind="vllm", vllm={"gpu_memory_utilization": 0.4})
+    assert {config: 1}[BackendConfig(kind="vllm", vllm={"gpu_memory_utilization": 0.4})] == 1
+    assert config != BackendConfig(kind="vllm")
