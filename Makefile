@@ -64,7 +64,7 @@ bench: install
 	$(PY) bench/sampling.py
 
 bench-vllm: dev
-	$(PY) bench/vllm.py
+	$(PY) bench/vllm_rollouts.py
 
 clean-venv:
 	rm -rf $(VENV)

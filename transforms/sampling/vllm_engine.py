@@ -22,7 +22,10 @@ from typing import Any
 
 log = logging.getLogger("rewardmill")
 
-CPU_DEFAULTS = {"dtype": "float32", "enforce_eager": True}
+# enable_chunked_prefill off: a prompt cut across engine steps discards its sampled token and rewinds the request's
+# generator, which a CPU torch.Generator cannot do ("CPU Generator does not use offset": the engine dies as soon as
+# a batch of seeded requests holds more prompt tokens than one step takes). Whole prompts per step avoid it.
+CPU_DEFAULTS = {"dtype": "float32", "enforce_eager": True, "enable_chunked_prefill": False}
 _ENGINES: dict[str, Any] = {}
 _LOCK = threading.Lock()
 

@@ -50,7 +50,7 @@ def test_to_samples_orders_by_index_and_maps_finish_reason():
 
 
 def test_cpu_defaults_are_float32_eager_and_user_settings_win():
-    assert engine_kwargs({}) == {"dtype": "float32", "enforce_eager": True, "seed": 0}
+    assert engine_kwargs({}) == {"dtype": "float32", "enforce_eager": True, "enable_chunked_prefill": False, "seed": 0}
     assert engine_kwargs({"dtype": "bfloat16", "max_model_len": 512})["dtype"] == "bfloat16"
 
 
@@ -118,3 +118,16 @@ def test_vllm_sees_the_transformers_prompt_tokens_and_reports_raw_logprobs(vllm_
         logits = policy.model(ids).logits[0, len(expected) - 1 : -1].float()
     raw = torch.log_softmax(logits, -1).gather(1, torch.tensor(sample.token_ids)[:, None]).sum().item()
     assert sample.cumulative_logprob == pytest.approx(raw, abs=1e-2)
+
+
+def test_a_batch_larger_than_one_engine_step_keeps_its_seeds(vllm_engine, policy_dir):
+    """More prompt tokens than one engine step takes (4096): with chunked prefill, vLLM's CPU build killed its engine
+    ("CPU Generator does not use offset") when it cut a seeded prompt; the CPU defaults turn it off."""
+    from rewardmill.transforms.sampling.vllm_backend import generate_vllm
+
+    sp = SamplingParams(n=4, temperature=0.8, top_p=0.95, max_new_tokens=2, seed=1)
+    long = [{"role": "user", "content": f"Problem {i}: " + "add the numbers one and two, " * 12} for i in range(40)]
+    samples = generate_vllm(vllm_engine, [[m] for m in long], [f"p{i}" for i in range(40)], sp)
+    assert len(samples) == 40 and all(len(per) == 4 for per in samples)
+    alone = generate_vllm(vllm_engine, [[long[7]]], ["p7"], sp)[0]
+    assert [s.completion for s in alone] == [s.completion for s in samples[7]]  # its seeds held in the big batch

@@ -16,7 +16,9 @@ Fairness rules:
 
 The last line is `ratio=<stage tok/s / plain LLM.generate tok/s>` (medians).
 
-    python bench/vllm.py [--prompts 32] [--n 4] [--max-new-tokens 48] [--batch-size 32] [--repeats 3]
+(Not named vllm.py: run as a script, that name would shadow the vllm package.)
+
+    python bench/vllm_rollouts.py [--prompts 32] [--n 4] [--max-new-tokens 48] [--batch-size 32] [--repeats 3]
 """
 
 import argparse
