@@ -34,16 +34,15 @@ os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "2")
 
 
 def main() -> None:
-    from rewardmill.pipelines.rollouts import RolloutsConfig, build
-    from rewardmill.pipelines.stage import BeamConfig, run_pipeline
+    from sampling import pipeline, prompt_rows  # bench/sampling.py: the same prompts and the same stage runner
+
+    from rewardmill.pipelines.rollouts import RolloutsConfig
     from rewardmill.schemas import PROMPT_V1
-    from rewardmill.transforms.io.parquet import read_rows, rows_to_table, write_table
-    from rewardmill.transforms.sampling.policy import materialize, read_policy_info
+    from rewardmill.transforms.io.parquet import rows_to_table, write_table
+    from rewardmill.transforms.sampling.policy import materialize
     from rewardmill.transforms.sampling.transformers_backend import chat_texts
     from rewardmill.transforms.sampling.vllm_backend import vllm_sampling_kwargs
     from rewardmill.transforms.sampling.vllm_engine import engine, shutdown_engines
-    from rewardmill.transforms.sources.arithmetic import generate
-    from rewardmill.transforms.sources.normalize import normalize
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", help="an HF folder; default: materialize the built-in default model")
@@ -61,12 +60,11 @@ def main() -> None:
         if model_dir is None:
             model_dir = str(work / "policy")
             materialize("builtin:smollm2-135m-instruct", model_dir, "SmolLM2-135M-Instruct")
-        prompts = [normalize(r, "bench", "math", 0.0) for r in generate(args.prompts, seed=0, levels=(1, 2, 3, 4))]
+        prompts = prompt_rows(args.prompts)
         prompts_dir = work / "prompts"
         prompts_dir.mkdir()
         write_table(rows_to_table(prompts, PROMPT_V1), str(prompts_dir / "part-00000-of-00001.parquet"))
         settings = dict(n=args.n, temperature=0.8, top_p=0.95, max_new_tokens=args.max_new_tokens, seed=1)
-        policy = read_policy_info(model_dir)
 
         start = time.perf_counter()
         llm = engine(model_dir)
@@ -85,15 +83,7 @@ def main() -> None:
 
         def stage(backend: str) -> tuple[int, float]:
             cfg = RolloutsConfig(backend=backend, batch_size=args.batch_size, **settings)
-            out = work / f"rollouts-{backend}"
-            shutil.rmtree(out, ignore_errors=True)
-            out.mkdir()
-            begin = time.perf_counter()
-            run_pipeline(
-                lambda p: build(p, cfg, str(prompts_dir), model_dir, policy, len(prompts), str(out)), BeamConfig()
-            )
-            took = time.perf_counter() - begin
-            return sum(r["n_tokens"] for r in read_rows(str(out))), took
+            return pipeline(model_dir, prompts_dir, cfg, len(prompts), work)
 
         rates = {"plain": [], "stage": [], "transformers": []}
         for r in range(args.repeats):

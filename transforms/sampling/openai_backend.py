@@ -108,8 +108,6 @@ class OpenAIPolicyHandler(PolicyHandler):
         cache: RolloutCache | None = None,
     ):
         super().__init__(cache or RolloutCache(None, "", "openai", sampling), total_prompts)
-        if sampling.top_k > 0:
-            raise ValueError("rollouts.top_k: the OpenAI chat API has no top_k; use top_p, or another backend")
         self.endpoint = endpoint
         self.sampling = sampling
 

@@ -53,7 +53,8 @@ def generate_vllm(llm, conversations: Sequence[list[dict]], prompt_ids: Sequence
     """n samples for each conversation in one `LLM.generate` call (vLLM schedules the batch itself)."""
     from vllm import SamplingParams as VLLMSamplingParams
 
-    prompts = token_prompts(llm.get_tokenizer(), chat_texts(llm.get_tokenizer(), conversations))
+    tokenizer = llm.get_tokenizer()
+    prompts = token_prompts(tokenizer, chat_texts(tokenizer, conversations))
     params = [VLLMSamplingParams(**vllm_sampling_kwargs(sp, pid)) for pid in prompt_ids]
     outputs = llm.generate(prompts, params, use_tqdm=False)
     return [to_samples(out, p.seed) for out, p in zip(outputs, params, strict=True)]
