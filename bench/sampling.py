@@ -21,7 +21,7 @@ from rewardmill.pipelines.rollouts import RolloutsConfig, build
 from rewardmill.pipelines.stage import BeamConfig, run_pipeline
 from rewardmill.schemas import PROMPT_V1
 from rewardmill.transforms.io.parquet import read_rows, rows_to_table, write_table
-from rewardmill.transforms.sampling.policy import materialize, read_policy_info
+from rewardmill.transforms.sampling.policy import materialize
 from rewardmill.transforms.sampling.transformers_backend import chat_texts, load_policy
 from rewardmill.transforms.sources.arithmetic import generate
 from rewardmill.transforms.sources.normalize import normalize
@@ -73,9 +73,9 @@ def pipeline(model_dir: str, prompts_dir: Path, cfg: RolloutsConfig, total: int,
     out = work / "rollouts"
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir()
-    policy = read_policy_info(model_dir)
+    members = cfg.pool(model_dir)
     start = time.perf_counter()
-    run_pipeline(lambda p: build(p, cfg, str(prompts_dir), model_dir, policy, total, str(out)), BeamConfig())
+    run_pipeline(lambda p: build(p, cfg, str(prompts_dir), members, total, str(out)), BeamConfig())
     took = time.perf_counter() - start
     return sum(r["n_tokens"] for r in read_rows(str(out))), took
 

@@ -97,6 +97,8 @@ def _coerce(hint: Any, value: Any, where: str) -> Any:
     if origin is dict or hint is dict:
         if not isinstance(value, dict):
             raise ConfigError(f"params.yaml: '{where}' must be a mapping, got {type(value).__name__}")
+        if len(args) == 2 and dataclasses.is_dataclass(args[1]):  # name -> section, e.g. rollouts.policies
+            return {k: _coerce(args[1], v if v is not None else {}, f"{where}.{k}") for k, v in value.items()}
         return dict(value)  # plain dict: Beam pickles configs to workers, mappingproxy does not pickle
     if hint is Any:
         return value

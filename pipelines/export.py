@@ -221,10 +221,22 @@ def build(
     )
 
 
+def pool_policies(rollouts_dir: str | None) -> tuple[tuple[str, str, str, str], ...]:
+    """A candidate pool's members from the rollouts manifest (name, backend, source, fingerprint); () for one policy
+    (the card then names --model's)."""
+    if rollouts_dir is None:
+        return ()
+    policies = read_manifest(rollouts_dir).get("policies") or {}
+    if len(policies) < 2:
+        return ()
+    return tuple((n, p["backend"], p["source"], p["fingerprint"]) for n, p in sorted(policies.items()))
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--datasets", default="data/datasets")
     parser.add_argument("--model", default="models/policy")
+    parser.add_argument("--rollouts", default=None, help="the rollouts stage's output: a candidate pool's policies")
     parser.add_argument("--out", default="export")
     parser.add_argument("--labels", default=None, help="label stage outputs: labeler versions and judge models")
     parser.add_argument("--lock", default="dvc.lock", help="dvc.lock to record in the card's provenance, if present")
@@ -234,12 +246,14 @@ def main(argv: list[str] | None = None) -> None:
     cfg = load_section(ExportConfig, STAGE)
     manifests = discover_configs(args.datasets)
     policy = read_policy_info(args.model)
+    pool = pool_policies(args.rollouts)
     lock = read_lock(args.lock, [args.datasets, args.model, *([args.labels] if args.labels else [])])
     judges, labelers = label_provenance(args.labels)
     provenance = Provenance(
         params_hash=params_hash(cfg),
         git_commit=git_commit(),
-        model={"name": policy.name, "source": policy.source, "fingerprint": policy.fingerprint},
+        model=None if pool else {"name": policy.name, "source": policy.source, "fingerprint": policy.fingerprint},
+        policies=pool,
         dvc_lock=lock_digest(lock),
         stages=stage_outs(lock),
         judges=judges,

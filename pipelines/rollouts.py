@@ -28,7 +28,7 @@ from rewardmill.transforms.io.parquet import ReadStageOutput, WriteSortedParquet
 from rewardmill.transforms.sampling.cache import COUNTERS, RolloutCache
 from rewardmill.transforms.sampling.openai_backend import EndpointPolicy, OpenAIPolicyHandler, check_reachable
 from rewardmill.transforms.sampling.params import SamplingParams
-from rewardmill.transforms.sampling.policy import PolicyInfo, read_policy_info
+from rewardmill.transforms.sampling.pool import Member, PolicySpec, resolve_pool
 from rewardmill.transforms.sampling.rows import FormBatches, ToRolloutRows
 
 STAGE = "rollouts"
@@ -52,6 +52,9 @@ class RolloutsConfig:
     device: str = "cpu"  # transformers backend: cpu | cuda
     vllm: dict = field(default_factory=dict)  # extra vllm.LLM kwargs
     openai: EndpointPolicy = field(default_factory=EndpointPolicy)  # backend openai: the served policy
+    # A candidate pool (UltraFeedback): name -> PolicySpec (backend, model, device, vllm, openai; a field left out is
+    # the value above). Every member samples every prompt; rollouts record the member's name. {} = one policy.
+    policies: dict[str, PolicySpec] = field(default_factory=dict)
     # Prompts whose generation may fail (after the backend's retries) before the stage fails instead of writing them
     # as `generation_error` rejects. 0: an outage fails the stage, and a rerun resumes from the rollouts cache.
     max_generation_errors: int = 0
@@ -63,61 +66,102 @@ class RolloutsConfig:
             raise ValueError("batch_size must be >= 1")
         if self.max_generation_errors < 0:
             raise ValueError("max_generation_errors must be >= 0")
-        if self.backend == "openai" and self.top_k > 0:
+        uses_openai = self.backend == "openai" or any(s.backend == "openai" for s in self.policies.values())
+        if uses_openai and self.top_k > 0:
             raise ValueError("top_k: the OpenAI chat API has no top_k; use top_p with backend openai")
+        for name, spec in self.policies.items():
+            if spec.backend is not None and spec.backend not in BACKENDS:
+                raise ValueError(f"policies.{name}.backend must be one of {BACKENDS}, got {spec.backend!r}")
         self.sampling()  # validates the sampling fields
 
     def sampling(self) -> SamplingParams:
         return SamplingParams(self.n, self.temperature, self.top_p, self.top_k, self.max_new_tokens, self.seed)
 
+    def pool(self, default_model: str) -> list[Member]:
+        """The policies to sample, resolved (fingerprints read): `policies`, or this section's one policy."""
+        defaults = PolicySpec(self.backend, None, self.device, self.vllm, self.openai)
+        return resolve_pool(self.policies, defaults, default_model, BACKENDS)
 
-def model_handler(cfg: RolloutsConfig, model_dir: str, total_prompts: int, cache: RolloutCache | None = None):
-    if cfg.backend == "openai":
-        return OpenAIPolicyHandler(cfg.openai, cfg.sampling(), total_prompts, cache)
-    if cfg.backend == "vllm":
+
+def model_handler(
+    m: Member, sampling: SamplingParams, total: int, cache: RolloutCache | None = None, label: str | None = None
+):
+    if m.backend == "openai":
+        return OpenAIPolicyHandler(m.openai, sampling, total, cache, label)
+    if m.backend == "vllm":
         from rewardmill.transforms.sampling.vllm_backend import VLLMPolicyHandler
 
-        return VLLMPolicyHandler(model_dir, cfg.sampling(), dict(cfg.vllm), total_prompts, cache)
+        return VLLMPolicyHandler(m.model_dir, sampling, dict(m.vllm), total, cache, label)
     from rewardmill.transforms.sampling.transformers_backend import TransformersPolicyHandler
 
-    return TransformersPolicyHandler(model_dir, cfg.sampling(), cfg.device, total_prompts, cache)
+    return TransformersPolicyHandler(m.model_dir, sampling, m.device, total, cache, label)
 
 
 def build(
     p,
     cfg: RolloutsConfig,
     prompts_dir: str,
-    model_dir: str,
-    policy: PolicyInfo,
+    members: list[Member],
     total: int,
     out_dir: str,
     cache_dir: str | None = None,
 ):
+    """Every member samples the same batches; their rows meet in one sorted output (pool members one after
+    another per prompt, by name), and their failed batches in one reject file."""
     from pathlib import Path
 
     groups = max(1, math.ceil(total / (cfg.batch_size * 4)))  # parallelism for runners with many workers
-    cache = RolloutCache(cache_dir, policy.fingerprint, cfg.backend, cfg.sampling())
-    generated, failures = (
+    sampling = cfg.sampling()
+    pooled = bool(cfg.policies)
+    batches = (
         p
         | "Read prompts" >> ReadStageOutput(prompts_dir, PROMPT_V1)
         | "Form batches" >> FormBatches(cfg.batch_size, groups)
-        | "Generate" >> RunInference(model_handler(cfg, model_dir, total, cache)).with_exception_handling()
     )
-    rows = generated | "To rollout rows" >> beam.ParDo(ToRolloutRows(policy, cfg.backend, cfg.sampling()))
-    _ = rows | "Write rollouts" >> WriteSortedParquet(out_dir, ROLLOUT_V2, _rollout_key, cfg.num_shards)
-    failed = failures.failed_inferences | "Failed batches" >> beam.FlatMap(_failed_batch_rejects)
-    write_rejects(failed, Path(out_dir))
+    rows, failed = [], []
+    for m in members:
+        step = f" {m.name}" if pooled else ""  # one policy keeps the plain step names
+        cache = RolloutCache(cache_dir, m.info.fingerprint, m.backend, sampling)
+        generated, failures = (
+            batches
+            | f"Generate{step}"
+            >> RunInference(
+                model_handler(m, sampling, total, cache, m.name if pooled else None)
+            ).with_exception_handling()
+        )
+        rows.append(generated | f"To rollout rows{step}" >> beam.ParDo(ToRolloutRows(m.info, m.backend, sampling)))
+        where = m.name if pooled else None
+        failed.append(failures.failed_inferences | f"Failed batches{step}" >> beam.FlatMap(_failed_rejects, where))
+    merged = rows[0] if len(rows) == 1 else rows | "Pool rollouts" >> beam.Flatten()
+    _ = merged | "Write rollouts" >> WriteSortedParquet(out_dir, ROLLOUT_V2, _rollout_key, cfg.num_shards)
+    rejected = failed[0] if len(failed) == 1 else failed | "Pool failures" >> beam.Flatten()
+    write_rejects(rejected, Path(out_dir))
 
 
 def _rollout_key(row: dict[str, Any]) -> str:
-    return f"{row['prompt_id']}\x00{row['sample_index']:06d}"
+    return f"{row['prompt_id']}\x00{row['policy']['name']}\x00{row['sample_index']:06d}"
 
 
-def _failed_batch_rejects(failure):
+def _failed_rejects(failure, policy: str | None):
+    """A failed batch -> one generation_error reject per prompt (row id `<prompt_id>@<policy>` in a pool)."""
     batch, exc = failure[0], failure[1]
     for prompts in batch:
         for prompt in prompts:
-            yield reject(STAGE, prompt["prompt_id"], "generation_error", f"{type(exc).__name__}: {exc}")
+            row_id = prompt["prompt_id"] if policy is None else f"{prompt['prompt_id']}@{policy}"
+            yield reject(STAGE, row_id, "generation_error", f"{type(exc).__name__}: {exc}")
+
+
+def policies_record(members: list[Member]) -> dict[str, dict]:
+    """The manifest's `policies`: name -> fingerprint, source, backend, model folder (what steps and export read)."""
+    return {
+        m.name: {
+            "fingerprint": m.info.fingerprint,
+            "source": m.info.source,
+            "backend": m.backend,
+            "model": m.model_dir,
+        }
+        for m in members
+    }
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -129,16 +173,18 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     setup_logging()
     cfg = load_section(RolloutsConfig, STAGE)
-    if cfg.backend == "openai":  # the policy is what the endpoint serves; nothing is sampled when it is down
-        policy = cfg.openai.policy_info()
-        check_reachable(cfg.openai)
-    else:
-        policy = read_policy_info(args.model)
+    try:
+        members = cfg.pool(args.model)
+    except ValueError as exc:
+        raise SystemExit(f"params.yaml: {exc}") from exc
+    for m in members:
+        if m.backend == "openai":  # nothing is sampled while an endpoint is down
+            check_reachable(m.openai)
     total = read_manifest(args.prompts)["rows"]
     timer = StageTimer(STAGE)
     with atomic_output(args.out) as tmp:
         result = run_pipeline(
-            lambda p: build(p, cfg, args.prompts, args.model, policy, total, str(tmp), args.cache),
+            lambda p: build(p, cfg, args.prompts, members, total, str(tmp), args.cache),
             load_beam_config(),
         )
         manifest = write_manifest(
@@ -147,7 +193,8 @@ def main(argv: list[str] | None = None) -> None:
             schema=ROLLOUT_V2,
             config=cfg,
             inputs={"prompts": args.prompts},
-            extra={"policy": policy.__dict__, "prompts": total},
+            extra={"policies": policies_record(members), "prompts": total}
+            | ({} if cfg.policies else {"policy": members[0].info.__dict__}),
         )
         failed = manifest["rejects"].get("generation_error", 0)
         if failed > cfg.max_generation_errors:  # nothing is renamed into place: a rerun resumes from the cache

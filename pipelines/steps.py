@@ -16,7 +16,7 @@ from typing import Literal
 
 import apache_beam as beam
 
-from rewardmill.pipelines.config import from_dict, load_section
+from rewardmill.pipelines.config import ConfigError, from_dict, load_section
 from rewardmill.pipelines.stage import (
     StageTimer,
     atomic_output,
@@ -31,6 +31,8 @@ from rewardmill.pipelines.stage import (
 )
 from rewardmill.schemas import ROLLOUT_V2, STEP_LABEL_V1
 from rewardmill.transforms.io.parquet import ReadStageOutput, WriteSortedParquet
+from rewardmill.transforms.sampling.policy import FINGERPRINT_FILE
+from rewardmill.transforms.sampling.pool import unknown_policy
 from rewardmill.transforms.steps.beam import NAMESPACE, REJECTED, LabelStepChunks
 from rewardmill.transforms.steps.labeler import StepsConfig
 from rewardmill.transforms.steps.stats import step_stats
@@ -49,6 +51,9 @@ class StepsParams:
     device: str = "cpu"  # transformers backend
     vllm: dict = field(default_factory=dict)  # extra vllm.LLM(...) kwargs
     chunk_size: int = 32  # rollouts per work item (batched together in each search round)
+    # A candidate pool's member (rollouts.policies) whose rollouts get step labels, continued by that member's own
+    # model folder: Monte Carlo estimates are the policy's own. null = the rollouts' only policy.
+    policy: str | None = None
     num_shards: int = 1
 
     def __post_init__(self):
@@ -62,17 +67,46 @@ def resolve(name: str, params: StepsParams) -> StepsConfig:
     return from_dict(StepsConfig, params.config, f"steps.{name}.config")
 
 
-def select(rows: list[dict], tasks: tuple[str, ...], max_rollouts: int | None) -> tuple[list[dict], dict]:
-    """Pure: the eligible rollouts in rollout-id order, capped; and counts of what was left out and why."""
-    eligible = sorted((r for r in rows if r.get("task") in tasks), key=lambda r: r["rollout_id"])
+def select(
+    rows: list[dict], tasks: tuple[str, ...], max_rollouts: int | None, policy: str | None = None
+) -> tuple[list[dict], dict]:
+    """Pure: the eligible rollouts (of `policy`, when named) in rollout-id order, capped; and counts of what was left
+    out and why."""
+    own = rows if policy is None else [r for r in rows if r["policy"]["name"] == policy]
+    eligible = sorted((r for r in own if r.get("task") in tasks), key=lambda r: r["rollout_id"])
     chosen = eligible if max_rollouts is None else eligible[:max_rollouts]
     counts = {
         "rollouts": len(rows),
-        "other_tasks": len(rows) - len(eligible),
+        "other_tasks": len(own) - len(eligible),
         "not_sampled": len(eligible) - len(chosen),
         "selected": len(chosen),
     }
+    if policy is not None:
+        counts["other_policies"] = len(rows) - len(own)
     return chosen, counts
+
+
+def continuation_model(name: str, policy: str | None, policies: dict[str, dict], model_dir: str) -> str:
+    """The folder whose model continues the selected rollouts: a named pool member's own, else --model. Fails
+    (naming the known members) for a policy the rollouts do not have, an endpoint member (continuations need the
+    weights), or a pool with no policy named (continuations from another policy would not be on-policy)."""
+    where = f"params.yaml: steps.{name}.policy"
+    if policy is None:
+        if len(policies) > 1:
+            raise ConfigError(
+                f"{where}: the rollouts come from policies {sorted(policies)}; name the one whose rollouts get step "
+                "labels (continuations must come from the policy that wrote the rollout)"
+            )
+        return model_dir
+    if policy not in policies:
+        raise ConfigError(f"{where}: {unknown_policy(policy, list(policies))}")
+    folder = policies[policy].get("model")
+    if folder is None:
+        raise ConfigError(
+            f"{where}: '{policy}' is served by an endpoint (backend {policies[policy]['backend']}); Monte Carlo "
+            "continuations need its weights in a local folder: name a transformers or vllm member"
+        )
+    return folder
 
 
 def chunks(rows: list[dict], size: int) -> list[list[dict]]:
@@ -84,7 +118,7 @@ def build(p, name: str, params: StepsParams, rollouts_dir: str, model_dir: str, 
     selection_path = str(Path(out_dir) / SELECTION_FILE)
 
     def _select(rows):
-        chosen, counts = select(rows, params.tasks, params.max_rollouts)
+        chosen, counts = select(rows, params.tasks, params.max_rollouts, params.policy)
         Path(selection_path).write_text(json.dumps(counts, sort_keys=True) + "\n")
         return chunks(chosen, params.chunk_size)
 
@@ -120,12 +154,13 @@ def main(argv: list[str] | None = None) -> None:
     setup_logging()
     params = load_section(StepsParams, "steps", key=args.name)
     resolve(args.name, params)  # fail on a bad config before any work
-    read_manifest(args.rollouts)  # the upstream stage finished
+    policies = read_manifest(args.rollouts).get("policies", {})  # the upstream stage finished
+    model_dir = continuation_model(args.name, params.policy, policies, args.model)
     out = args.out or f"data/steps/{args.name}"
     timer = StageTimer(f"steps@{args.name}")
     with atomic_output(out) as tmp:
         result = run_pipeline(
-            lambda p: build(p, args.name, params, args.rollouts, args.model, str(tmp), args.cache), load_beam_config()
+            lambda p: build(p, args.name, params, args.rollouts, model_dir, str(tmp), args.cache), load_beam_config()
         )
         selection_path = tmp / SELECTION_FILE
         selection = json.loads(selection_path.read_text()) if selection_path.exists() else {}
@@ -135,7 +170,7 @@ def main(argv: list[str] | None = None) -> None:
             stage=f"steps@{args.name}",
             schema=STEP_LABEL_V1,
             config=params,
-            inputs={"rollouts": args.rollouts, "model": str(Path(args.model) / "fingerprint.json")},
+            inputs={"rollouts": args.rollouts, "model": str(Path(model_dir) / FINGERPRINT_FILE)},
             extra={"selection": selection},
         )
         stats = step_stats(tmp) if args.metrics else None

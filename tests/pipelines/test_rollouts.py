@@ -8,6 +8,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from rewardmill.pipelines import rollouts
+from rewardmill.pipelines import steps as steps_stage
 from rewardmill.pipelines.config import ConfigError
 from rewardmill.schemas import ROLLOUT_V2
 from rewardmill.transforms.io.parquet import read_rows
@@ -131,6 +132,43 @@ def test_vllm_backend_stage_is_complete_stable_and_cached(tmp_path, params_file,
     resumed = run_stage(tmp_path, params_file, params, prompts, model, "v5", cache)
     assert "0 prompts sampled now, 4 reused from the cache" in caplog.text
     assert digest(cached / "part-00000-of-00001.parquet") == digest(resumed / "part-00000-of-00001.parquet")
+
+
+def test_a_candidate_pool_samples_every_prompt_with_every_member(tmp_path, params_file, inputs, vllm_engine):
+    """rollouts.policies with a transformers and a vLLM member: each member writes the rows its backend writes alone,
+    named by the member; the steps stage takes one member by name and refuses an unknown one."""
+    params, prompts, model = inputs
+    alone = {}
+    for backend in ("transformers", "vllm"):
+        params["rollouts"]["backend"] = backend
+        alone[backend] = read_rows(str(run_stage(tmp_path, params_file, params, prompts, model, f"alone-{backend}")))
+    params["rollouts"]["backend"] = "transformers"
+    params["rollouts"]["policies"] = {"local": None, "fast": {"backend": "vllm"}}
+    out = run_stage(tmp_path, params_file, params, prompts, model, "pool")
+    rows = read_rows(str(out), ROLLOUT_V2)
+    assert len(rows) == 4 * 2 * 2 and len({r["rollout_id"] for r in rows}) == 16
+
+    def sample(r):
+        return r["rollout_id"], r["prompt_id"], r["completion"], r["n_tokens"], r["seed"]
+
+    for name, backend in (("local", "transformers"), ("fast", "vllm")):
+        mine = [r for r in rows if r["policy"]["name"] == name]
+        assert {r["policy"]["backend"] for r in mine} == {backend}
+        assert sorted(map(sample, mine)) == sorted(map(sample, alone[backend]))
+    manifest = json.loads((out / "_manifest.json").read_text())
+    assert sorted(manifest["policies"]) == ["fast", "local"] and "policy" not in manifest
+    assert manifest["policies"]["fast"]["model"] == str(model)
+
+    params["steps"]["mc"]["policy"] = "slow"
+    params_file(params)
+    argv = ["mc", "--rollouts", str(out), "--model", str(model), "--out", str(tmp_path / "steps")]
+    with pytest.raises(ConfigError, match=r"steps.mc.policy: unknown policy 'slow'; the rollouts' policies are \['fa"):
+        steps_stage.main(argv)
+    del params["steps"]["mc"]["policy"]
+    params_file(params)
+    with pytest.raises(ConfigError, match=r"the rollouts come from policies \['fast', 'local'\]; name the one"):
+        steps_stage.main(argv)
+    assert not (tmp_path / "steps").exists()
 
 
 def test_a_model_vllm_cannot_load_fails_the_stage_with_the_folder_named(tmp_path, params_file, inputs):

@@ -88,6 +88,34 @@ def test_served_policy_survives_an_outage_and_resumes_from_the_cache(
     assert (first / "part-00000-of-00001.parquet").read_bytes() == (again / "part-00000-of-00001.parquet").read_bytes()
 
 
+def test_a_pool_of_a_local_and_a_served_policy_accounts_for_every_prompt(
+    tmp_path, params_file, prompts, judge_server, policy_dir
+):
+    """rollouts.policies: the local model on transformers beside an endpoint that is down for one prompt. With
+    max_generation_errors: 1 the stage writes both members' rows and the served member's failure as a reject
+    `<prompt_id>@served`: every (prompt, member) is a row set or a reject."""
+    contents = sorted(r["messages"][-1]["content"] for r in read_rows(str(prompts)))
+    lost = next(r["prompt_id"] for r in read_rows(str(prompts)) if r["messages"][-1]["content"] == contents[0])
+    with FaultProxy(judge_server, schedule({contents[0]: [500] * 20})) as proxy:
+        params = endpoint_params(proxy.url + "/v1", str(policy_dir))
+        served = params["rollouts"].pop("openai")
+        params["rollouts"].update(backend="transformers", max_generation_errors=1)
+        params["rollouts"]["policies"] = {"local": {}, "served": {"backend": "openai", "openai": served}}
+        params_file(params)
+        out = tmp_path / "pool"
+        rollouts.main(["--prompts", str(prompts), "--model", str(policy_dir), "--out", str(out)])
+    rows = read_rows(str(out), ROLLOUT_V2)
+    by_member = {name: [r for r in rows if r["policy"]["name"] == name] for name in ("local", "served")}
+    assert len(by_member["local"]) == N_PROMPTS * N and len(by_member["served"]) == (N_PROMPTS - 1) * N
+    assert {r["policy"]["backend"] for r in by_member["served"]} == {"openai"}
+    assert lost not in {r["prompt_id"] for r in by_member["served"]}
+    rejects = read_rows(str(out / "_rejects"))
+    assert [(r["row_id"], r["reason"]) for r in rejects] == [(f"{lost}@served", "generation_error")]
+    manifest = json.loads((out / "_manifest.json").read_text())
+    assert manifest["rows"] == len(rows) and manifest["rejects"] == {"generation_error": 1}
+    assert manifest["policies"]["served"]["model"] is None
+
+
 def test_an_unreachable_endpoint_fails_before_any_work(tmp_path, params_file, prompts):
     params = endpoint_params(f"http://127.0.0.1:{free_port()}/v1", "m")
     with pytest.raises(EndpointError, match="unreachable.*start the server"):

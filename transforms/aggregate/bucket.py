@@ -18,12 +18,12 @@ from rewardmill.transforms.aggregate.sft import SftConfig, build_sft_rows
 from rewardmill.transforms.aggregate.status import KEPT, RolloutFilterConfig, flags_frame, with_status
 from rewardmill.transforms.io.frames import frame_to_table
 from rewardmill.transforms.pairing.rows import build_pair_rows
-from rewardmill.transforms.pairing.strategies import PairsConfig, choose_pairs
+from rewardmill.transforms.pairing.strategies import PairsConfig, choose_pairs, group_prompt, pair_group
 
 STAGE = "assemble"
 # The columns of the rollouts the core reads: its own (SAMPLE_COLUMNS) and the prompt's (PROMPT_COLUMNS), which a
 # rollouts table repeats on each of a prompt's samples.
-SAMPLE_COLUMNS = ("rollout_id", "prompt_id", "task", "split", "completion", "n_tokens", "finish_reason")
+SAMPLE_COLUMNS = ("rollout_id", "prompt_id", "task", "split", "completion", "n_tokens", "finish_reason", "policy")
 PROMPT_COLUMNS = ("prompt_id", "messages", "reference", "tests", "constraints")
 ROLLOUT_COLUMNS = (*SAMPLE_COLUMNS, *PROMPT_COLUMNS[1:])
 
@@ -64,9 +64,11 @@ def assemble_bucket(
     if prompts is None:
         prompts = rollouts.select(list(PROMPT_COLUMNS))
     ro = pl.from_arrow(rollouts.select(list(SAMPLE_COLUMNS)))
+    assert isinstance(ro, pl.DataFrame)
+    ro = ro.with_columns(policy=pl.col("policy").struct.field("name"))  # a candidate pool's member
     lab = pl.from_arrow(labels.select(list(LABEL_COLUMNS)))
     prompt_rows = pl.from_arrow(prompts.select(list(PROMPT_COLUMNS)))
-    assert isinstance(ro, pl.DataFrame) and isinstance(lab, pl.DataFrame) and isinstance(prompt_rows, pl.DataFrame)
+    assert isinstance(lab, pl.DataFrame) and isinstance(prompt_rows, pl.DataFrame)
     # a prompt's columns are equal on all its rows (its id is a hash of its messages): any copy will do
     prompt_rows = prompt_rows.unique("prompt_id", keep="any")
     present = set(ro["prompt_id"].unique().to_list())
@@ -84,7 +86,16 @@ def assemble_bucket(
         scored.select("prompt_id").unique().sort("prompt_id").join(flags_frame(flags), on="prompt_id", how="left")
     )
 
-    picked, no_pair, repeated = choose_pairs(kept, prompts, cfg.pairs)
+    # Pairs come from one prompt's rollouts of one policy (or of all, with cross_policy): the strategies see each
+    # such group as a prompt, and the picked pairs get their prompt id back.
+    group_of = scored.select("rollout_id", "prompt_id", group=pair_group(cfg.pairs.cross_policy))
+    groups = group_of.select("group", "prompt_id").unique().join(flags_frame(flags), on="prompt_id", how="left")
+    picked, no_pair, repeated = choose_pairs(
+        kept.join(group_of.select("rollout_id", "group"), on="rollout_id").with_columns(prompt_id="group"),
+        groups.drop("prompt_id").rename({"group": "prompt_id"}).sort("prompt_id"),
+        cfg.pairs,
+    )
+    picked = picked.with_columns(prompt_id=group_prompt(pl.col("prompt_id")))
     pairs, dropped = build_pair_rows(picked, with_prompt, cfg.pairs)
     sft, sft_rejects = build_sft_rows(with_prompt, cfg.sft)
     rl = build_rl_rows(with_prompt, set(flags), cfg.rl)

@@ -152,11 +152,13 @@ def parse_source(source: str) -> tuple[str, str]:
 
 def _intro(pretty_name: str, configs: list[ConfigExport], provenance: Provenance) -> str:
     policy = (provenance.model or {}).get("name")
+    pool = ", ".join(f"`{name}`" for name, *_ in provenance.policies)
     lines = [
         f"# {pretty_name}",
         "",
-        "Built with rewardmill from the policy's own samples"
-        + (f" (`{policy}`)" if policy else "")
+        (f"Built with rewardmill from the samples of a pool of policies ({pool})" if pool else "")
+        + ("" if pool else "Built with rewardmill from the policy's own samples")
+        + (f" (`{policy}`)" if policy and not pool else "")
         + ": every sample is scored by the labelers under *Label methods*, the scores are aggregated into one reward "
         "per sample, and each config below is built from the scored samples. Load one with "
         "`load_dataset(<this repo>, <config>)`.",

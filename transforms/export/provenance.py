@@ -28,6 +28,8 @@ class Provenance:
     params_hash: str  # sha256 of the export params
     git_commit: str | None = None
     model: dict[str, str] | None = None  # the policy: {name, source, fingerprint}
+    # a candidate pool (rollouts.policies), instead of `model`: (name, backend, source, fingerprint) per member
+    policies: tuple[tuple[str, str, str, str], ...] = ()
     dvc_lock: str | None = None  # sha256 of the dvc.lock entries of the stages upstream of the export
     stages: tuple[tuple[str, str, str], ...] = ()  # (stage, output path, md5) from dvc.lock, upstream stages only
     judges: tuple[tuple[str, str, str], ...] = ()  # (labeler, model, fingerprint or "") of model-based labelers
@@ -119,6 +121,8 @@ def provenance_section(provenance: Provenance, license: str, upstream: dict[str,
     if model:
         rows.append(["policy", f"`{model.get('name', '')}` from `{model.get('source', '')}`"])
         rows.append(["policy fingerprint", f"`{model.get('fingerprint', '')}`"])
+    for name, backend, source, fingerprint in provenance.policies:
+        rows.append([f"pool policy `{name}`", f"`{source}` ({backend}), fingerprint `{fingerprint}`"])
     for labeler, described, fingerprint in provenance.judges:
         rows.append([f"judge `{labeler}`", described + (f", fingerprint `{fingerprint}`" if fingerprint else "")])
     # Configs one stage wrote share its params and inputs: one row per distinct value, naming the configs.

@@ -38,6 +38,7 @@ class PairsConfig:
     length_match_ratio: float = 1.5  # length_matched: the longer side has at most this x the shorter's tokens
     balance_length: bool = False  # drop pairs (by hash) until chosen is the longer side in at most half of them
     seed: int = 0  # best_vs_random's choice
+    cross_policy: bool = False  # a candidate pool's policies pair with each other; False: pairs stay on-policy
 
     def __post_init__(self):
         unknown = [s for s in self.strategies if s not in PAIR_TYPES]
@@ -58,6 +59,23 @@ class PairsConfig:
 
 
 PAIR_COLUMNS = ("prompt_id", "chosen_id", "rejected_id", "pair_type", "margin")
+GROUP_SEPARATOR = "@"  # never in a prompt id (a hex digest) nor in a policy name (rollouts.policies)
+
+
+def pair_group(cross_policy: bool) -> pl.Expr:
+    """The rollouts pairs are drawn from, as an id: a prompt's rollouts (`cross_policy`), or those of one policy of
+    the prompt, `<prompt_id>@<policy>`, where rollouts of several policies share the prompt (a prompt that one
+    policy sampled keeps its plain id). Reads `prompt_id` and `policy` (the name); give it every rollout of a prompt,
+    so that the groups never depend on filters."""
+    if cross_policy:
+        return pl.col("prompt_id")
+    several = pl.col("policy").n_unique().over("prompt_id") > 1
+    return pl.when(several).then(pl.col("prompt_id") + GROUP_SEPARATOR + pl.col("policy")).otherwise("prompt_id")
+
+
+def group_prompt(group: pl.Expr) -> pl.Expr:
+    """A pair group id -> its prompt id."""
+    return group.str.split(GROUP_SEPARATOR).list.first()
 
 
 def length_ratio(a: pl.Expr, b: pl.Expr) -> pl.Expr:

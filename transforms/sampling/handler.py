@@ -16,10 +16,11 @@ class PolicyHandler(ModelHandler):
     deterministic order, so Beam's own batching is off (one element per call): generation depends only on the
     data, never on bundle boundaries."""
 
-    def __init__(self, cache: RolloutCache, total_prompts: int | None):
+    def __init__(self, cache: RolloutCache, total_prompts: int | None, label: str | None = None):
         super().__init__()
         self.cache = cache
         self.total_prompts = total_prompts
+        self.label = label  # a pool member's name
         self._progress = None
 
     def _generate(self, model, prompts: list[dict[str, Any]]) -> list[list[Sample]]:
@@ -27,7 +28,8 @@ class PolicyHandler(ModelHandler):
 
     def run_inference(self, batch: Sequence[list[dict[str, Any]]], model, inference_args=None) -> Iterable:
         if self._progress is None:
-            self._progress = Progress("rollouts: prompts", self.total_prompts)
+            what = f"rollouts[{self.label}]" if self.label else "rollouts"
+            self._progress = Progress(f"{what}: prompts", self.total_prompts)
         for prompts in batch:
             samples = self.cache.sample(prompts, lambda todo: self._generate(model, todo))
             self._progress.update(len(prompts), sum(s.n_tokens for per in samples for s in per))

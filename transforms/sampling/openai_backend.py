@@ -106,8 +106,9 @@ class OpenAIPolicyHandler(PolicyHandler):
         sampling: SamplingParams,
         total_prompts: int | None = None,
         cache: RolloutCache | None = None,
+        label: str | None = None,  # a pool member's name, for the progress lines
     ):
-        super().__init__(cache or RolloutCache(None, "", "openai", sampling), total_prompts)
+        super().__init__(cache or RolloutCache(None, "", "openai", sampling), total_prompts, label)
         self.endpoint = endpoint
         self.sampling = sampling
 

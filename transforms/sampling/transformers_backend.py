@@ -101,8 +101,9 @@ class TransformersPolicyHandler(PolicyHandler):
         device: str = "cpu",
         total_prompts: int | None = None,
         cache: RolloutCache | None = None,  # prompts sampled before (same policy and params) are reused
+        label: str | None = None,  # a pool member's name, for the progress lines
     ):
-        super().__init__(cache or RolloutCache(None, "", "transformers", sampling), total_prompts)
+        super().__init__(cache or RolloutCache(None, "", "transformers", sampling), total_prompts, label)
         self.model_dir = model_dir
         self.sampling = sampling
         self.device = device

@@ -151,3 +151,41 @@ def test_prompt_columns_given_apart_give_the_same_outputs(result):
     for name, table in res.rejects.items():
         assert table.sort_by("row_id").equals(apart.rejects[name].sort_by("row_id")), name
     assert apart.counts == res.counts
+
+
+def pooled(rollouts: pa.Table) -> pa.Table:
+    """The synthetic rollouts as a candidate pool: samples 0-1 of a prompt from policy `a`, 2-3 from `b`; prompt
+    p000 from `a` alone (a prompt one policy sampled keeps its plain group)."""
+    rows = rollouts.to_pylist()
+    for r in rows:
+        name = "a" if r["sample_index"] < 2 or r["prompt_id"] == "p000" else "b"
+        r["policy"] = {"name": name, "fingerprint": f"f{name}", "backend": "transformers"}
+    return pa.Table.from_pylist(rows, ROLLOUT_V2)
+
+
+@pytest.mark.parametrize("cross_policy", [False, True])
+def test_a_pool_pairs_on_policy_unless_cross_policy(cross_policy):
+    rollouts, labels = synthetic(40)
+    rollouts = pooled(rollouts)
+    cfg = CoreConfig(aggregate=CFG.aggregate, pairs=PairsConfig(strategies=STRATEGIES, cross_policy=cross_policy))
+    res = assemble_bucket(rollouts, labels, {}, cfg)
+    policy = {r["rollout_id"]: r["policy"]["name"] for r in rollouts.to_pylist()}
+    pairs = res.tables["pairs"].to_pylist()
+    assert pairs and {p["prompt_id"] for p in pairs} <= {f"p{i:03d}" for i in range(40)}  # real prompt ids back
+    mixed = [p for p in pairs if policy[p["chosen_rollout_id"]] != policy[p["rejected_rollout_id"]]]
+    reject_ids = pl.from_arrow(res.rejects["pairs"])["row_id"].to_list()
+    if cross_policy:
+        assert mixed  # the pool's members compete
+        assert all("@" not in r for r in reject_ids)
+    else:
+        assert not mixed
+        # a strategy's "no pair" reason is per prompt and policy: `<prompt_id>@<policy>/<strategy>`
+        assert any(r.startswith("p001@a/") for r in reject_ids) or any(r.startswith("p001@b/") for r in reject_ids)
+        assert not any(r.startswith("p000@") for r in reject_ids)
+        # on-policy pairs of a pool are the union of each policy's pairs on its own rollouts
+        for name in ("a", "b"):
+            own = rollouts.filter(pa.compute.equal(rollouts["policy"].combine_chunks().field("name"), name))
+            alone = assemble_bucket(own, labels, {}, cfg).tables["pairs"].to_pylist()
+            mine = [p for p in pairs if policy[p["chosen_rollout_id"]] == name]
+            key = lambda p: (p["prompt_id"], p["chosen_rollout_id"], p["rejected_rollout_id"], p["pair_type"])  # noqa: E731
+            assert sorted(map(key, mine)) == sorted(map(key, alone))

@@ -1,5 +1,6 @@
 """card: front matter that parses and lists every config/split, body sections, determinism, a datasets round trip."""
 
+import dataclasses
 import socket
 
 import pyarrow as pa
@@ -344,3 +345,11 @@ def test_load_dataset_reads_the_card_and_shards(exported, offline, tmp_path):
         assert ds["train"].column_names == schema.names
     pairs = offline.load_dataset(str(out), "pairs", cache_dir=str(tmp_path / "hf-cache"))
     assert pairs["test"][0]["chosen"] == [{"role": "assistant", "content": "20"}]
+
+
+def test_a_pool_card_names_its_policies(exported):
+    _, configs = exported
+    pool = (("fast", "vllm", "models/policy", "f1"), ("remote", "openai", "http://h/v1", "f2"))
+    text = card(configs, provenance=dataclasses.replace(PROVENANCE, model=None, policies=pool))
+    assert "from the samples of a pool of policies (`fast`, `remote`)" in text
+    assert "Built with rewardmill from the policy's own samples" not in text

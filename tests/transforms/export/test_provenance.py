@@ -99,3 +99,11 @@ def test_section_lists_per_config_upstream_and_escapes_cells():
     assert "| `pairs` upstream params sha256 | `h` |" in text and "| `pairs` input `labels` sha256 | `l` |" in text
     assert "| `label@a\\|b` | `data/labels/a` | `4.dir` |" in text  # a `|` cannot break the table
     assert "not recorded (no git checkout)" in text and text.endswith("Rebuild with `dvc repro export`.")
+
+
+def test_a_candidate_pool_lists_every_member_instead_of_one_policy():
+    pool = (("fast", "vllm", "models/policy", "f1"), ("remote", "openai", "http://h/v1", "f2"))
+    text = provenance_section(Provenance(params_hash="p", policies=pool), "mit", {})
+    assert "| pool policy `fast` | `models/policy` (vllm), fingerprint `f1` |" in text
+    assert "| pool policy `remote` | `http://h/v1` (openai), fingerprint `f2` |" in text
+    assert "| policy |" not in text
