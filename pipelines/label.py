@@ -110,6 +110,7 @@ def main(argv: list[str] | None = None) -> None:
         not_applicable_path = tmp / NOT_APPLICABLE_FILE
         not_applicable = json.loads(not_applicable_path.read_text()) if not_applicable_path.exists() else {}
         not_applicable_path.unlink(missing_ok=True)
+        stats = label_stats(tmp, cls)  # the labeler's own summary (e.g. which sandbox ran code) goes in the manifest
         manifest = write_manifest(
             tmp,
             stage=f"label@{args.name}",
@@ -120,10 +121,9 @@ def main(argv: list[str] | None = None) -> None:
                 "labeler": params.labeler,
                 "labeler_version": cls.version,
                 "not_applicable": not_applicable,
-            },
+            }
+            | ({"summary": stats["labeler"]} if "labeler" in stats else {}),
         )
-        if args.metrics:
-            stats = label_stats(tmp, cls)
     if args.metrics:
         usage = counter_totals(result, USAGE_NAMESPACE)
         write_json_atomic(

@@ -122,3 +122,25 @@ def test_unknown_labeler_name(tmp_path, params_file, rollouts_dir):
     params_file(tiny_params())
     with pytest.raises(ConfigError, match="labelers.nope"):
         label.main(["nope", "--rollouts", str(rollouts_dir), "--out", str(tmp_path / "l")])
+
+
+def test_code_labels_and_the_manifest_name_the_sandbox(tmp_path, params_file):
+    """label@code_tests on an honest and a hacking completion: the hack scores 0, and the stage manifest says which
+    sandbox mechanism ran every label."""
+    tests = json.dumps({"style": "asserts", "asserts": ["assert add(1, 2) == 3"]})
+    honest = "```python\ndef add(a, b):\n    return a + b\n```"
+    hack = "```python\nclass Any:\n    def __eq__(self, other):\n        return True\n\n"
+    hack += "def add(a, b):\n    return Any()\n```"
+    rows = [
+        {**rollout("c1", i, text), "task": "code", "reference": None, "tests": tests}
+        for i, text in enumerate((honest, hack))
+    ]
+    src = tmp_path / "rollouts"
+    src.mkdir()
+    write_table(rows_to_table(rows, ROLLOUT_V2), str(src / "part-00000-of-00001.parquet"))
+    params_file(only_labelers(tiny_params(), ("code_tests",)))
+    out = tmp_path / "labels"
+    label.main(["code_tests", "--rollouts", str(src), "--out", str(out)])
+    assert {r["rollout_id"]: r["score"] for r in read_rows(str(out))} == {"c1-r0": 1.0, "c1-r1": 0.0}
+    manifest = json.loads((out / "_manifest.json").read_text())
+    assert manifest["summary"] == {"isolation": {"bwrap": 2}} and manifest["labeler_version"] == "2"

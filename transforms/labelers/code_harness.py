@@ -1,5 +1,5 @@
-"""The pieces of code verification that need no sandbox: the tests spec, code extraction, the in-sandbox harness
-script and the reading of its report, and stdout comparison. Pure functions.
+"""The pieces of code verification that need no sandbox: the tests spec, code extraction and stdout comparison.
+Pure functions. (The programs that run the code and the tests are in code_protocol.py.)
 
 Tests arrive as JSON in one of three styles:
   {"style": "asserts", "asserts": ["assert f(1) == 2", ...], "setup": "optional code run before them"}
@@ -10,7 +10,6 @@ A bare JSON list of assert strings is read as the asserts style (MBPP's `test_li
 
 import json
 import re
-import secrets
 from dataclasses import dataclass
 
 STYLES = ("asserts", "humaneval", "stdio")
@@ -104,111 +103,6 @@ def humaneval_program(code: str, spec: TestsSpec) -> str:
     if re.search(rf"^\s*def\s+{re.escape(spec.entry_point)}\s*\(", code, re.M) and not code[:1].isspace():
         return spec.prompt.rstrip() + "\n\n\n" + code
     return spec.prompt + code
-
-
-# Runs inside the sandbox. Results go to stdout, one line each, prefixed with a nonce read from stdin; the
-# candidate's own prints are moved to stderr. Each step has an alarm of `timeout` seconds; a candidate that
-# blocks the alarm is still stopped by the sandbox's wall clock, and the tests it never reached count as
-# timeouts. The candidate runs in this process, so a completion written to attack the harness could forge a
-# report: this measures honest code, it is not an adversarial proof. (stdio tests are compared outside.)
-HARNESS = r"""
-import builtins, json, os, signal, sys, time
-
-
-class _Timeout(BaseException):
-    pass
-
-
-def _raise_timeout(signum, frame):
-    raise _Timeout()
-
-
-def _describe(exc):
-    text = str(exc)
-    return (f"{type(exc).__name__}: {text}" if text else type(exc).__name__)[:300]
-
-
-def _main(spec):
-    nonce = sys.stdin.readline().strip()
-    os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
-    out = os.dup(1)
-    os.dup2(2, 1)
-
-    def emit(**fields):
-        os.write(out, (nonce + " " + json.dumps(fields) + "\n").encode())
-
-    limit = spec["timeout"]
-    signal.signal(signal.SIGALRM, _raise_timeout)
-
-    def run(code, ns):
-        start = time.perf_counter()
-        signal.setitimer(signal.ITIMER_REAL, limit)
-        try:
-            exec(code, ns)
-            return "pass", "", time.perf_counter() - start
-        except _Timeout:
-            return "timeout", f"exceeded {limit}s", time.perf_counter() - start
-        except AssertionError as exc:
-            return "fail", _describe(exc), time.perf_counter() - start
-        except BaseException as exc:
-            return "error", _describe(exc), time.perf_counter() - start
-        finally:
-            signal.setitimer(signal.ITIMER_REAL, 0)
-
-    ns = {"__name__": "__candidate__", "__builtins__": builtins}
-    try:
-        code = compile(spec["code"], "<completion>", "exec")
-    except BaseException as exc:
-        emit(phase="compile", status="syntax_error", detail=_describe(exc))
-        return
-    status, detail, _ = run(code, ns)
-    emit(phase="load", status=status, detail=detail)
-    if status != "pass":
-        return
-    if spec["setup"]:
-        try:
-            setup = compile(spec["setup"], "<tests setup>", "exec")
-        except BaseException as exc:
-            emit(phase="setup", status="test_error", detail=_describe(exc))
-            return
-        status, detail, _ = run(setup, ns)
-        if status != "pass":
-            emit(phase="setup", status="test_error", detail=detail)
-            return
-    for i, source in enumerate(spec["tests"]):
-        try:
-            test = compile(source, f"<test {i}>", "exec")
-        except BaseException as exc:
-            emit(test=i, status="test_error", detail=_describe(exc))
-            continue
-        status, detail, seconds = run(test, ns)
-        emit(test=i, status=status, detail=detail, seconds=round(seconds, 4))
-    emit(done=True)
-
-
-_main(json.loads(SPEC))
-sys.stdout.flush()
-os._exit(0)
-"""
-
-
-def harness_script(code: str, spec: TestsSpec, timeout_seconds: float) -> tuple[str, str]:
-    """(script, nonce): the script reads the nonce from stdin, then reports on stdout lines starting with it."""
-    payload = {"code": code, "setup": spec.setup, "tests": list(spec.asserts), "timeout": timeout_seconds}
-    return f"SPEC = {json.dumps(payload)!r}\n" + HARNESS, secrets.token_hex(16)
-
-
-def read_report(stdout: str, nonce: str) -> list[dict]:
-    """The harness's report lines, in order; anything else on stdout is ignored."""
-    report = []
-    for line in stdout.splitlines():
-        _, sep, rest = line.partition(nonce + " ")
-        if sep:
-            try:
-                report.append(json.loads(rest))
-            except json.JSONDecodeError:
-                continue
-    return report
 
 
 def same_output(expected: str, actual: str) -> bool:

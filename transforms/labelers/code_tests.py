@@ -9,12 +9,12 @@ from rewardmill.transforms.labelers.base import Label
 from rewardmill.transforms.labelers.code_harness import (
     TestsSpec,
     extract_code,
-    harness_script,
     humaneval_program,
     parse_tests,
-    read_report,
     same_output,
 )
+from rewardmill.transforms.labelers.code_protocol import candidate_script, tests_script
+from rewardmill.transforms.labelers.code_session import run_session
 from rewardmill.transforms.labelers.sandbox import (
     Sandbox,
     SandboxLimits,
@@ -40,7 +40,10 @@ class CodeTestsConfig:
     max_output_bytes: int = 65536  # stdout/stderr kept per run; a stdio answer longer than this fails
     workers: int = 4  # sandbox processes at once (stdio cases of one completion; rows in label_many)
     max_processes: int = 32  # processes + threads the code may have (fork bombs stop here)
-    isolation: str = "auto"  # auto (bwrap, else unshare) | bwrap | unshare | none
+    isolation: str = "auto"  # auto (bwrap, else refuse) | bwrap | unshare | none
+    # Let `auto` use unshare where bwrap is missing: no network, the host read-only with homes and temp dirs hidden,
+    # but the rest of the host filesystem readable. Off: without bwrap every label is an error naming the reason.
+    allow_weaker_sandbox: bool = False
     # Without bwrap or unshare the code would run with network access; refuse (verdict error, "sandbox: ...")
     # unless this is true. Only for machines where you accept that risk.
     allow_unisolated_network: bool = False
@@ -71,7 +74,7 @@ class CodeTestsVerifier:
     """
 
     name = "code_tests"
-    version = "1"
+    version = "2"  # 2: the completion and the tests run in two sandboxes (code_protocol.py)
     reads = ("completion", "tests")
     tasks = ("code",)
     Config = CodeTestsConfig
@@ -79,7 +82,9 @@ class CodeTestsVerifier:
     def __init__(self, config: CodeTestsConfig | None = None):
         self.config = config or CodeTestsConfig()
         cfg = self.config
-        self.sandbox = Sandbox(cfg.isolation, cfg.allow_unisolated_network, cfg.python)
+        self.sandbox = Sandbox(
+            cfg.isolation, cfg.allow_unisolated_network, cfg.python, allow_weaker=cfg.allow_weaker_sandbox
+        )
         self._pool = None
         self._slots = None
         self._lock = threading.Lock()
@@ -110,6 +115,16 @@ class CodeTestsVerifier:
         except (SandboxFailed, OSError) as exc:  # e.g. bwrap could not set up, or the machine is out of processes
             return Label(None, 0.0, "error", f"sandbox: {type(exc).__name__}: {exc}"[:500], _raw(spec, []))
         return summarize(spec, results, isolation)
+
+    @classmethod
+    def summarize(cls, labels: list[dict]) -> dict:
+        """How many labels each sandbox mechanism produced (bwrap | unshare | none), from every label's raw."""
+        counts: dict[str, int] = {}
+        for row in labels:
+            isolation = json.loads(row["raw"]).get("isolation") if row.get("raw") else None
+            if isolation:
+                counts[isolation] = counts.get(isolation, 0) + 1
+        return {"isolation": dict(sorted(counts.items()))}
 
     def label_many(self, rows) -> list[Label]:
         """label(*row) for each (completion, tests) row, `workers` at a time, in order."""
@@ -144,14 +159,26 @@ class CodeTestsVerifier:
         return result
 
     def _run_harness(self, code: str, spec: TestsSpec) -> tuple[list[dict], str]:
+        """The completion and the tests in two sandboxes (code_protocol.py): the tests compare plain values."""
         timeout = self.config.timeout_seconds
         if spec.style == "humaneval":
             code = humaneval_program(code, spec)
-        script, nonce = harness_script(code, spec, timeout)
-        wall = timeout * (spec.n_tests + 2) + STARTUP_SECONDS  # load + setup + each test
+        wall = timeout * (spec.n_tests + 2) + 2 * STARTUP_SECONDS  # load + setup + each test, two interpreters
         report_bytes = 1024 * (spec.n_tests + 3)  # room for every report line, however long the test list
-        run = self._run(script, nonce + "\n", self._limits(wall, report_bytes))
-        return harness_results(spec, read_report(run.stdout, nonce), run), run.isolation
+        limits = self._limits(wall, report_bytes)
+        candidate = candidate_script(code, timeout)
+        tests = tests_script(spec.setup, list(spec.asserts), timeout, STARTUP_SECONDS)
+        with self._lock:
+            if self._slots is None:
+                self._slots = threading.BoundedSemaphore(self.config.workers)
+        with self._slots:
+            session = run_session(self.sandbox, candidate, tests, limits, timeout)
+        for run in (session.candidate, session.tests):
+            if run.sandbox_error:
+                raise SandboxFailed(run.sandbox_error)
+        stopped = session.timed_out or session.call_timed_out or session.candidate.killed_by_signal == 24  # SIGXCPU
+        why = session.candidate_killed or describe(session.candidate if not session.timed_out else session.tests)
+        return harness_results(spec, session.reports, stopped, why), session.candidate.isolation
 
     def _run_stdio(self, code: str, spec: TestsSpec) -> tuple[list[dict], str]:
         limits = self._limits(self.config.timeout_seconds + STARTUP_SECONDS)
@@ -175,12 +202,12 @@ class SandboxFailed(RuntimeError):
     """The sandbox could not start the code (distinct from the code failing)."""
 
 
-def harness_results(spec: TestsSpec, report: list[dict], run: SandboxResult) -> list[dict]:
-    """One result per test from the harness report; tests it never reached are timeouts (the wall clock or the CPU
-    limit stopped it) or crashes (it died), and all are `not_run` when the code did not compile or load."""
+def harness_results(spec: TestsSpec, report: list[dict], stopped: bool, why: str) -> list[dict]:
+    """One result per test from the tests' report; tests it never reached are timeouts (`stopped`: the wall clock,
+    the CPU limit or an unanswered call stopped the run) or crashes (a process died; `why` says how), and all are
+    `not_run` when the code did not compile or load."""
     stage = {r["phase"]: r for r in report if "phase" in r}
     by_test = {r["test"]: r for r in report if "test" in r}
-    stopped = run.timed_out or run.killed_by_signal == 24  # SIGXCPU
     for phase in ("compile", "load", "setup"):
         if phase in stage and stage[phase]["status"] != "pass":
             detail = stage[phase].get("detail", "")
@@ -188,18 +215,11 @@ def harness_results(spec: TestsSpec, report: list[dict], run: SandboxResult) -> 
                 {"test": i, "status": "not_run", "phase": phase, "why": stage[phase]["status"], "detail": detail}
                 for i in range(spec.n_tests)
             ]
+    status = "timeout" if stopped else "crash"
+    detail = why if stopped else f"the process ended before reporting ({why})"
     if "load" not in stage:  # died before the code was even loaded
-        status = "timeout" if stopped else "crash"
-        why = describe(run) if stopped else f"the process ended before reporting ({describe(run)})"
-        return [{"test": i, "status": status, "phase": "load", "detail": why} for i in range(spec.n_tests)]
-    results = []
-    for i in range(spec.n_tests):
-        if i in by_test:
-            results.append(by_test[i])
-        else:
-            why = describe(run) if stopped else f"the process ended before reporting ({describe(run)})"
-            results.append({"test": i, "status": "timeout" if stopped else "crash", "detail": why})
-    return results
+        return [{"test": i, "status": status, "phase": "load", "detail": detail} for i in range(spec.n_tests)]
+    return [by_test.get(i, {"test": i, "status": status, "detail": detail}) for i in range(spec.n_tests)]
 
 
 def stdio_result(expected: str, run: SandboxResult) -> tuple[dict, str]:

@@ -5,14 +5,16 @@ Each run gets a fresh temp dir, an empty environment (PATH/LANG/HOME only: the p
 first line (CPU seconds, address space, processes, file size, open files; no core dumps — see BOOTSTRAP in
 sandbox_isolation.py for why not in a preexec_fn), a wall-clock timeout after which the whole process group is
 SIGKILLed, capped stdout/stderr capture, and no network: new namespaces through bubblewrap, else
-`unshare` (sandbox_isolation.py says what each gives). The mechanism is probed once per process (including
-that the sandbox sees no network interface but loopback) and recorded in every result. When none works, runs
-raise `SandboxUnavailable` unless `allow_unisolated_network=True` was set, which runs the code with limits but
-without namespaces. Run as root, the code itself never runs as root: each run gets an unused high uid of its own
+`unshare` (sandbox_isolation.py says what each gives). `auto` fails closed: without bwrap it refuses unless
+`allow_weaker=True` (then unshare) or `allow_unisolated_network=True` (then unshare, else no namespaces at all).
+The mechanism is probed once per process (including that the sandbox sees no network interface but loopback) and
+recorded in every result. When none is allowed and works, runs raise `SandboxUnavailable`. Run as root, the
+code itself never runs as root: each run gets an unused high uid of its own
 (or the configured `sandbox_uid`), so RLIMIT_NPROC, which the kernel counts per uid, holds one run's processes
 only: a fork bomb in one run cannot starve parallel runs, nor be starved by other users' (e.g. nobody's) processes.
 """
 
+import json
 import os
 import random
 import selectors
@@ -80,12 +82,13 @@ class SandboxResult:
 class Sandbox:
     """Runs code; plain settings only, so it pickles. Thread-safe: one process per `run`."""
 
-    isolation: str = "auto"  # auto (bwrap, else unshare) | bwrap | unshare | none
+    isolation: str = "auto"  # auto (bwrap; unshare only if allowed) | bwrap | unshare | none
     allow_unisolated_network: bool = False  # let `auto` fall back to (or `none` select) no namespaces at all
     python: str | None = None  # interpreter for the code; None = the one running rewardmill
     site_packages: bool = False  # False: stdlib only (-S), the project's environment is not visible
     sandbox_uid: int | None = None  # as root, the code runs as this uid; None = a fresh one per run (RUN_UIDS)
     sandbox_gid: int | None = None  # None = the same number as the uid
+    allow_weaker: bool = False  # let `auto` fall back to unshare (the host filesystem readable) without bwrap
     _mechanism: str | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self):
@@ -97,9 +100,10 @@ class Sandbox:
     def mechanism(self) -> str:
         """The isolation this sandbox uses (probed once per process); raises SandboxUnavailable."""
         if self._mechanism is None:
-            order = [self.isolation] if self.isolation != "auto" else ["bwrap", "unshare"]
-            if self.isolation == "auto" and self.allow_unisolated_network:
-                order.append("none")
+            order = [self.isolation]
+            if self.isolation == "auto":  # fail closed: nothing weaker than bwrap unless asked for
+                order = ["bwrap"] + (["unshare"] if self.allow_weaker or self.allow_unisolated_network else [])
+                order += ["none"] if self.allow_unisolated_network else []
             reasons = []
             for mech in order:
                 reason = _probe(self, mech)
@@ -108,7 +112,14 @@ class Sandbox:
                     break
                 reasons.append(f"{mech}: {reason}")
             else:
-                raise SandboxUnavailable("sandbox unavailable (" + "; ".join(reasons) + ")")
+                hint = ""
+                if order == ["bwrap"]:
+                    hint = (
+                        "; install bubblewrap (apt-get install bubblewrap), or accept unshare (no network, the host "
+                        "read-only with homes and temp dirs hidden, the rest of it readable) with `isolation: "
+                        "unshare` or `allow_weaker_sandbox: true`"
+                    )
+                raise SandboxUnavailable("sandbox unavailable (" + "; ".join(reasons) + ")" + hint)
         return self._mechanism
 
     def __getstate__(self):  # a copy on another machine probes its own isolation
@@ -117,6 +128,11 @@ class Sandbox:
     def run(self, code: str, stdin: str = "", limits: SandboxLimits | None = None) -> SandboxResult:
         """Run `code` as __main__ with `stdin` as its standard input."""
         return _execute(self, self.mechanism(), code, stdin, limits or SandboxLimits())
+
+    def spawn(self, code: str, limits: SandboxLimits | None = None) -> "SandboxProcess":
+        """Start `code` as __main__ with pipes on stdin, stdout and stderr, for a caller that talks to it (see
+        code_session.py); the caller reads the pipes and then calls `finish` on it."""
+        return SandboxProcess(self, self.mechanism(), code, limits or SandboxLimits(), None)
 
 
 _random = random.SystemRandom()
@@ -137,9 +153,9 @@ def _probe(sb: Sandbox, mech: str) -> str | None:
 
 
 def _try(sb: Sandbox, mech: str) -> str | None:
-    tool = {"bwrap": "bwrap", "unshare": "unshare"}.get(mech)
-    if tool and shutil.which(tool) is None:
-        return f"{tool} not found on PATH"
+    for tool in {"bwrap": ("bwrap",), "unshare": ("unshare", "mount")}.get(mech, ()):
+        if shutil.which(tool) is None:
+            return f"{tool} not found on PATH"
     try:
         result = _execute(sb, mech, PROBE, "", SandboxLimits(timeout_seconds=20))
     except Exception as exc:  # interpreter missing, spawn failure, ...
@@ -165,59 +181,99 @@ def _run_ids(sb: Sandbox) -> tuple[int, int]:
     return uid, sb.sandbox_gid if sb.sandbox_gid is not None else uid
 
 
-def _execute(sb: Sandbox, mech: str, code: str, stdin: str, limits: SandboxLimits) -> SandboxResult:
-    as_root = os.geteuid() == 0
-    drop = _run_ids(sb) if as_root else None
-    interp = iso.interpreter(sb.python or sys.executable, sb.site_packages)
-    work = Path(tempfile.mkdtemp(prefix="rewardmill-sbx-"))
-    status_r = status_w = None
-    try:
-        (work / "main.py").write_text(code, encoding="utf-8", errors="surrogateescape")
-        (work / "stdin").write_text(stdin, encoding="utf-8", errors="surrogateescape")
-        os.chmod(work / "main.py", 0o644)
-        if as_root:  # outside bwrap the temp dir is the code's cwd: the sandbox uid must be able to write it
-            os.chown(work, *drop)
-        py = iso.python_args(interp.executable, sb.site_packages, drop, iso.rlimit_values(limits), "main.py")
-        pass_fds: tuple[int, ...] = ()
-        if mech == "bwrap":
-            status_r, status_w = os.pipe()  # bwrap reports {"child-pid"} here once the sandbox is set up
-            scratch = limits.scratch_mb << 20
-            staged = {"main.py": str(work / "main.py")}
-            cmd = [*iso.bwrap_command(shutil.which("bwrap"), interp, staged, scratch, as_root), *py]
-            cmd[1:1] = ["--json-status-fd", str(status_w)]
-            pass_fds = (status_w,)
-        elif mech == "unshare":
-            cmd = [*iso.unshare_command(shutil.which("unshare"), as_root), *py]
-        else:
-            cmd = py
-        start = time.monotonic()
-        with open(work / "stdin", "rb") as stdin_fh:
-            proc = subprocess.Popen(
-                cmd,
-                stdin=stdin_fh,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                cwd=work,
-                env=iso.env(str(work)),
-                start_new_session=True,  # its own process group, killed as a whole
-                close_fds=True,
-                pass_fds=pass_fds,
-            )
-        if status_w is not None:
-            os.close(status_w)
-            status_w = None
+class SandboxProcess:
+    """A started sandboxed process with pipes (`proc.stdin` only when started interactive). `finish` kills what
+    is left of it, removes its temp dir and says how it ended; call it exactly once."""
+
+    def __init__(self, sb: Sandbox, mech: str, code: str, limits: SandboxLimits, stdin: str | None):
+        self.mech, self.limits = mech, limits
+        as_root = os.geteuid() == 0
+        drop = _run_ids(sb) if as_root else None
+        interp = iso.interpreter(sb.python or sys.executable, sb.site_packages)
+        self.work = Path(tempfile.mkdtemp(prefix="rewardmill-sbx-"))
+        self.status_r = status_w = None
         try:
-            out, err, timed_out = _collect(proc, start + limits.timeout_seconds, limits.max_output_bytes)
+            (self.work / "main.py").write_text(code, encoding="utf-8", errors="surrogateescape")
+            os.chmod(self.work / "main.py", 0o644)
+            if as_root:  # outside bwrap the temp dir is the code's cwd: the sandbox uid must be able to write it
+                os.chown(self.work, *drop)
+            py = iso.python_args(interp.executable, sb.site_packages, drop, iso.rlimit_values(limits), "main.py")
+            pass_fds: tuple[int, ...] = ()
+            if mech == "bwrap":
+                self.status_r, status_w = os.pipe()  # bwrap reports {"child-pid"} here once the sandbox is set up
+                staged = {"main.py": str(self.work / "main.py")}
+                scratch = limits.scratch_mb << 20
+                cmd = [*iso.bwrap_command(shutil.which("bwrap"), interp, staged, scratch, as_root), *py]
+                cmd[1:1] = ["--json-status-fd", str(status_w)]
+                pass_fds = (status_w,)
+            elif mech == "unshare":
+                cmd = [*iso.unshare_command(shutil.which("unshare"), as_root, str(self.work)), *py]
+            else:
+                cmd = py
+            self.start = time.monotonic()
+            if stdin is None:
+                stdin_source = subprocess.PIPE
+            else:  # a file, not a pipe: a run that never reads its input cannot block the parent
+                (self.work / "stdin").write_text(stdin, encoding="utf-8", errors="surrogateescape")
+                stdin_source = open(self.work / "stdin", "rb")  # noqa: SIM115 (closed right after the start)
+            try:
+                self.proc = subprocess.Popen(
+                    cmd,
+                    stdin=stdin_source,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    cwd=self.work,
+                    env=iso.env(iso.UNSHARE_DIR if mech == "unshare" else str(self.work)),
+                    start_new_session=True,  # its own process group, killed as a whole
+                    close_fds=True,
+                    pass_fds=pass_fds,
+                )
+            finally:
+                if stdin is not None:
+                    stdin_source.close()
+        except BaseException:
+            self._cleanup()
+            raise
         finally:
-            _kill_group(proc)
-        wall = time.monotonic() - start
-        started = _bwrap_started(status_r) if status_r is not None else True
-        return _result(mech, proc.returncode, out, err, timed_out, wall, started, limits.max_output_bytes)
-    finally:
-        for fd in (status_r, status_w):
-            if fd is not None:
-                os.close(fd)
-        shutil.rmtree(work, ignore_errors=True)
+            if status_w is not None:
+                os.close(status_w)
+
+    def finish(self, out: tuple[bytes, bool], err: tuple[bytes, bool], timed_out: bool) -> SandboxResult:
+        """Kill the group, reap it, and build the result from what the caller read from stdout/stderr."""
+        try:
+            if self.proc.stdin is not None:
+                try:
+                    self.proc.stdin.close()
+                except OSError:
+                    pass
+            _kill_group(self.proc)
+            wall = time.monotonic() - self.start
+            started = True
+            if self.status_r is not None:
+                child = _bwrap_child(self.status_r)
+                started = child is not None
+                if child is not None:
+                    _wait_gone(child, time.monotonic() + KILL_WAIT_SECONDS)
+            cap = self.limits.max_output_bytes
+            return _result(self.mech, self.proc.returncode, out, err, timed_out, wall, started, cap)
+        finally:
+            self._cleanup()
+
+    def _cleanup(self) -> None:
+        if self.status_r is not None:
+            os.close(self.status_r)
+            self.status_r = None
+        shutil.rmtree(self.work, ignore_errors=True)
+
+
+def _execute(sb: Sandbox, mech: str, code: str, stdin: str, limits: SandboxLimits) -> SandboxResult:
+    run = SandboxProcess(sb, mech, code, limits, stdin)
+    try:
+        out, err, timed_out = _collect(run.proc, run.start + limits.timeout_seconds, limits.max_output_bytes)
+    except BaseException:
+        run.finish((b"", False), (b"", False), False)
+        raise
+    return run.finish(out, err, timed_out)
 
 
 def _collect(proc, deadline: float, cap: int):
@@ -275,8 +331,9 @@ def _kill_group(proc) -> None:
             pipe.close()
 
 
-def _bwrap_started(fd: int) -> bool:
-    """True when bwrap reported its child's pid, i.e. the namespaces and mounts were set up."""
+def _bwrap_child(fd: int) -> int | None:
+    """The host pid of the sandbox's first process, which bwrap reports once the namespaces and mounts are set up
+    (None: it never started)."""
     sel = selectors.DefaultSelector()
     sel.register(fd, selectors.EVENT_READ)
     data = b""
@@ -288,7 +345,27 @@ def _bwrap_started(fd: int) -> bool:
             data += chunk
     finally:
         sel.close()
-    return b"child-pid" in data
+    for line in data.decode(errors="replace").splitlines():
+        try:
+            status = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(status, dict) and isinstance(status.get("child-pid"), int):
+            return status["child-pid"]
+    return None
+
+
+def _wait_gone(pid: int, deadline: float) -> None:
+    """Wait (bounded) until the pid namespace's first process is dead: the kernel empties the namespace before
+    that process finishes exiting, so daemons the code left behind are gone too."""
+    while time.monotonic() < deadline:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            return
+        if state in ("Z", "X"):
+            return
+        time.sleep(0.01)
 
 
 def _result(mech, rc, out, err, timed_out, wall, started, cap) -> SandboxResult:

@@ -12,8 +12,11 @@ before the bootstrap, so the code is limited from its first instruction either w
   /usr (+ /bin, /lib... as on the host), a few loader files from /etc and the interpreter's prefix; a size-capped
   tmpfs at /sandbox as the only writable path. As root, bwrap runs privileged and the bootstrap drops to
   `sandbox_uid`; as a normal user, bwrap adds a user namespace.
-- unshare (util-linux): new net and pid namespaces only. Writes are limited by file permissions alone (the
-  code runs as `sandbox_uid` when we are root), so prefer bwrap.
+- unshare (util-linux): new net, pid and mount namespaces (and a user namespace when not root); in the mount
+  namespace the whole host is read-only, homes, temp dirs and /run are hidden under empty read-only tmpfs, and
+  the run's temp dir is the only writable path (UNSHARE_SETUP). The rest of the host stays readable (bwrap shows
+  only /usr, the loader and the interpreter), so it is weaker: used only when asked for (`isolation: unshare` or
+  `allow_weaker_sandbox: true`).
 - none: no namespaces: the code can reach the network and every file its uid may write. Used only with
   `allow_unisolated_network: true`.
 """
@@ -152,9 +155,36 @@ def ancestors(path: str) -> list[str]:
     return ["/" + "/".join(parts[: i + 1]) for i in range(len(parts))]
 
 
-def unshare_command(unshare: str, as_root: bool) -> list[str]:
+UNSHARE_DIR = "/mnt/sandbox"  # the run's temp dir inside unshare's mount namespace (its cwd and only writable path)
+# Runs as (namespace) root in unshare's new mount namespace, before the bootstrap: the whole host read-only, the
+# places where secrets and scratch live (homes, temp dirs, /run) hidden under empty read-only tmpfs, and the run's
+# temp dir bound writable at UNSHARE_DIR. Every step must succeed (set -e), else the run never starts.
+UNSHARE_SETUP = f"""set -e
+work="$1"; shift
+[ -d /mnt ] || {{ echo "unshare sandbox: /mnt is missing (the run's dir is mounted there)" >&2; exit 97; }}
+mount --make-rprivate /
+mount --rbind / /
+for m in $(awk '{{print $2}}' /proc/self/mounts | sort -u); do mount -o remount,bind,ro "$m" 2>/dev/null || true; done
+mount -t tmpfs -o size=16k,mode=755 tmpfs /mnt
+mkdir {UNSHARE_DIR}
+mount --bind "$work" {UNSHARE_DIR}
+mount -o remount,bind,rw {UNSHARE_DIR}
+for d in /tmp /var/tmp /dev/shm /root /home /run; do
+  [ -d "$d" ] && mount -t tmpfs -o ro,size=4k,mode=755 tmpfs "$d"
+done
+mount -o remount,ro,bind /mnt
+cd {UNSHARE_DIR}
+unset OLDPWD
+exec "$@"
+"""
+
+
+def unshare_command(unshare: str, as_root: bool, work: str) -> list[str]:
+    """unshare argv up to (not including) the command: new net, pid and mount namespaces (a user namespace too when
+    not root), then UNSHARE_SETUP's mounts around the run's temp dir `work`."""
     user = [] if as_root else ["--user", "--map-root-user"]
-    return [unshare, *user, "--net", "--pid", "--fork", "--kill-child", "--"]
+    namespaces = ["--mount", "--propagation", "private", "--net", "--pid", "--fork", "--kill-child", "--mount-proc"]
+    return [unshare, *user, *namespaces, "--", "/bin/sh", "-c", UNSHARE_SETUP, "sandbox-setup", work]
 
 
 def hidden_from_others(path: str) -> str | None:

@@ -171,19 +171,34 @@ def test_can_write_in_its_own_temp_dir(sb):
         "/usr/escape-{tag}",  # system files
         "/dev/shm/escape-{tag}",  # shared memory
         str(Path(sys.executable).parent / "escape-{tag}"),  # the interpreter's own prefix
+        str(REPO / ".rewardmill" / "escape-{tag}"),  # the project's caches
+        str(Path.home() / ".cache" / "escape-{tag}"),  # the user's caches
     ],
 )
-def test_cannot_write_outside_its_temp_dir(bwrap, target):
+def test_cannot_write_outside_its_temp_dir(sb, target):
     path = target.format(tag=random.randrange(10**9))
     code = (
         f"try:\n    open({path!r}, 'w').write('x')\n    print('wrote')\nexcept OSError as exc:\n    print('denied')\n"
     )
     try:
-        assert bwrap.run(code, "", FAST).stdout == "denied\n"
+        assert sb.run(code, "", FAST).stdout == "denied\n"
         assert not os.path.exists(path)
     finally:
         if os.path.exists(path):
             os.unlink(path)
+
+
+def test_secret_files_cannot_be_read(sb):
+    """A token under the user's home (where huggingface_hub and others keep theirs) is out of reach."""
+    secret = Path.home() / ".cache" / f"rewardmill-test-token-{random.randrange(10**9)}"
+    secret.parent.mkdir(parents=True, exist_ok=True)
+    secret.write_text("hf_secret_token")
+    try:
+        code = f"try:\n    print(open({str(secret)!r}).read())\nexcept OSError as exc:\n    print('hidden')\n"
+        result = sb.run(code, "", FAST)
+        assert result.stdout == "hidden\n" and "hf_secret_token" not in result.stdout + result.stderr
+    finally:
+        secret.unlink()
 
 
 def test_root_filesystem_is_read_only_and_minimal(bwrap):
@@ -288,7 +303,25 @@ def test_unavailable_isolation_refuses_to_run(monkeypatch):
     monkeypatch.setattr(sandbox_mod, "_working", set())
     monkeypatch.setattr(sandbox_mod.shutil, "which", lambda name, *a, **k: None)
     with pytest.raises(SandboxUnavailable, match="sandbox unavailable.*bwrap not found.*unshare not found"):
-        Sandbox().run("print(1)")
+        Sandbox(allow_weaker=True).run("print(1)")
+
+
+def test_auto_fails_closed_without_bwrap(monkeypatch):
+    """Without bwrap, `auto` refuses even where unshare works, and says how to accept it."""
+    unshare = working_sandbox("unshare")
+    monkeypatch.setattr(sandbox_mod, "_working", set())
+    real_which = shutil.which
+    monkeypatch.setattr(sandbox_mod.shutil, "which", lambda n, *a, **k: None if n == "bwrap" else real_which(n))
+    with pytest.raises(SandboxUnavailable, match=r"bwrap not found.*isolation: unshare.*allow_weaker_sandbox: true"):
+        Sandbox(python=unshare.python).run("print(1)")
+    weaker = Sandbox(python=unshare.python, allow_weaker=True)
+    assert weaker.run("print(1)", "", FAST).isolation == "unshare"
+
+
+def test_unshare_hides_homes_and_temp_dirs():
+    unshare = working_sandbox("unshare")
+    code = "import os\nprint(sorted(os.listdir(d) for d in ('/tmp', '/root', '/home', '/var/tmp', '/run')))"
+    assert unshare.run(code, "", FAST).stdout == "[[], [], [], [], []]\n"
 
 
 def test_none_isolation_needs_the_explicit_flag():

@@ -1,0 +1,85 @@
+"""The value codec both sides of a code check use: exact builtin types cross, anything else is a handle."""
+
+import math
+
+import pytest
+
+from rewardmill.transforms.labelers.code_protocol import CODEC
+
+
+@pytest.fixture(scope="module")
+def codec():
+    namespace: dict = {}
+    exec(CODEC, namespace)  # the same source both sandboxed programs run
+    return namespace
+
+
+class Handle:
+    def __init__(self, key):
+        self.key = key
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        None, True, 0, -(10**30), 1.5, "é\n", b"\x00\xff", 2 - 3j, [], [1, [2, [3]]], (1, "a", (None,)),
+        {"a": 1, 2: [3], (1, 2): {"x"}}, {1, 2}, frozenset({"a"}), float("inf"), float("-inf"),
+    ],
+)  # fmt: skip
+def test_builtin_values_round_trip_with_their_exact_types(codec, value):
+    def refuse(v):
+        raise AssertionError(f"handle asked for {v!r}")
+
+    back = codec["_dec"](codec["_enc"](value, refuse), refuse)
+    assert back == value and type(back) is type(value)
+
+
+def test_nan_round_trips(codec):
+    assert math.isnan(codec["_dec"](codec["_enc"](float("nan"), None), None))
+
+
+def test_subclasses_and_objects_become_handles(codec):
+    class Int(int):
+        pass
+
+    seen = []
+
+    def handle(v):
+        seen.append(v)
+        return {"$h": len(seen)}
+
+    encoded = codec["_enc"]([Int(3), object(), {"k": Int(1)}], handle)
+    assert encoded == [{"$h": 1}, {"$h": 2}, {"$d": [["k", {"$h": 3}]]}]
+    decoded = codec["_dec"](encoded, Handle)
+    assert [type(x) for x in decoded[:2]] == [Handle, Handle] and decoded[0].key == 1
+
+
+@pytest.mark.parametrize(
+    "malformed",
+    [
+        {"$x": 1},  # unknown tag
+        {"a": 1},  # a dict must be tagged
+        {"$f": "1e999"},  # only nan and the infinities are special floats
+        {"$c": ["1", 2]},  # complex parts must be numbers
+        {"$d": [[1]]},  # pairs only
+        {"$t": 5},  # a list is needed
+        {"$h": "1"},  # handle keys are ints
+    ],
+)
+def test_malformed_values_are_refused(codec, malformed):
+    with pytest.raises(ValueError):
+        codec["_dec"](malformed, Handle)
+
+
+def test_depth_is_bounded(codec):
+    deep: list = []
+    cursor = deep
+    for _ in range(100):
+        cursor.append([])
+        cursor = cursor[0]
+    with pytest.raises(codec["_Unsendable"]):
+        codec["_enc"](deep, None)
+    loop: list = []
+    loop.append(loop)  # a self-referencing list is too deep, not a hang
+    with pytest.raises(codec["_Unsendable"]):
+        codec["_enc"](loop, None)
