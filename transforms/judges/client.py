@@ -72,6 +72,9 @@ class BackendConfig:
     model: str = "models/policy"
     base_url: str | None = None  # openai: e.g. http://localhost:8000/v1 (vLLM serve, transformers serve, a hosted API)
     api_key_env: str = "OPENAI_API_KEY"  # name of the environment variable holding the key; never the key itself
+    # openai: what identifies the served weights (e.g. a revision or digest). It joins `base_url|model` in the label
+    # and call cache keys, so a model swapped behind the same URL is not served the old model's labels.
+    fingerprint: str | None = None
     max_concurrency: int = 4  # openai: requests in flight at once
     max_retries: int = 4  # openai: retries on 429 / 5xx / timeouts / connection errors only, exponential backoff
     request_timeout: float = 60.0  # openai: seconds per attempt

@@ -71,7 +71,7 @@ class OpenAIJudgeClient:
     def __init__(self, config: BackendConfig, backoff: float = 1.0, max_backoff: float = 30.0):
         self.config = config
         self.base_url = config.base_url or DEFAULT_BASE_URL
-        self.model_id = f"{self.base_url}|{config.model}"
+        self.model_id = f"{self.base_url}|{config.model}" + (f"|{config.fingerprint}" if config.fingerprint else "")
         self.backoff = backoff
         self.max_backoff = max_backoff
         resolve_api_key(config)  # fail now, before any work, when the key is missing

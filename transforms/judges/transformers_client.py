@@ -11,27 +11,18 @@ import json
 import logging
 import secrets
 from dataclasses import dataclass
-from pathlib import Path
 
 from rewardmill.transforms.judges.client import BackendConfig, Completion, JudgeRequest, JudgeResponse, TokenLogprob
 from rewardmill.transforms.sampling.params import sample_seed
-from rewardmill.transforms.sampling.policy import FINGERPRINT_FILE, fingerprint, read_policy_info
+from rewardmill.transforms.sampling.policy import model_identity
 from rewardmill.transforms.sampling.transformers_backend import LoadedPolicy, chat_texts, load_policy
 
 log = logging.getLogger("rewardmill")
 
 
 def local_model_id(model: str, dtype: str = "float32") -> str:
-    """The content fingerprint of a local HF folder (a hub id stands for itself); a non-default dtype is appended
-    because it changes the judgments."""
-    path = Path(model)
-    if (path / FINGERPRINT_FILE).exists():
-        ident = read_policy_info(path).fingerprint
-    elif path.is_dir():
-        ident = fingerprint(path)
-    else:
-        ident = model
-    return ident if dtype == "float32" else f"{ident}|{dtype}"
+    """The content fingerprint of a local HF folder (see policy.model_identity)."""
+    return model_identity(model, dtype)
 
 
 def request_digest(request: JudgeRequest) -> str:

@@ -1,7 +1,10 @@
 """Per-record label cache: a labeler never recomputes a label it already produced for the same inputs.
 
-Key = sha256 of (labeler class, version, canonical config, the values of the columns it reads): content, not
-rollout ids, so a params change that does not touch a record (or a duplicate completion) reuses its label.
+Key = sha256 of (labeler class, version, canonical config, what the config names but its text does not pin down,
+the values of the columns it reads): content, not rollout ids, so a params change that does not touch a record (or a
+duplicate completion) reuses its label. What the text does not pin down (`cache_identity`): the fingerprint of
+every judge model (a folder path or an endpoint URL stays the same when the model behind it changes) and the version
+of every inner labeler (tiers, appeals), recursively.
 Labels are appended in small JSONL segments (a `SegmentStore`), each written to a temp name and renamed, every
 `flush_every` labels, so a stage killed halfway keeps what it finished. Timeouts and errors are not cached: they
 may be transient. The cache lives outside DVC outputs (DVC deletes a stage's outputs before running it).
@@ -21,9 +24,64 @@ UNCACHED_VERDICTS = ("timeout", "error")
 
 
 def namespace(labeler_cls, config: Any) -> str:
-    """One folder per (labeler class, version, config): a config change never reads another config's labels."""
-    ident = f"{labeler_cls.__module__}.{labeler_cls.__qualname__}\x00{labeler_cls.version}\x00{canonical_json(config)}"
+    """One folder per (labeler class, version, config, cache identity): a config or model change never reads
+    another's labels."""
+    ident = "\x00".join(
+        (
+            f"{labeler_cls.__module__}.{labeler_cls.__qualname__}",
+            str(labeler_cls.version),
+            canonical_json(config),
+            canonical_json(cache_identity(config)),
+        )
+    )
     return f"{labeler_cls.name}-{hashlib.sha256(ident.encode()).hexdigest()[:16]}"
+
+
+def cache_identity(config: Any) -> dict[str, list[str]]:
+    """Every judge model's identity (`models`: a local folder's content fingerprint; an endpoint's
+    base_url|model|fingerprint) and every inner labeler's `key@version` (`labelers`), found anywhere in the config
+    (a panel's panelists, a tier's or an appeal's inner config, theirs in turn), sorted and deduplicated."""
+    from rewardmill.transforms.judges.client import BackendConfig
+    from rewardmill.transforms.labelers.base import resolve_labeler
+    from rewardmill.transforms.sampling.policy import model_identity
+
+    models: set[str] = set()
+    labelers: set[str] = set()
+
+    def walk(value: Any, where: str) -> None:
+        if isinstance(value, BackendConfig):
+            if value.kind == "openai":
+                models.add(f"openai|{value.base_url}|{value.model}|{value.fingerprint or ''}")
+            else:
+                models.add(f"{value.kind}|{model_identity(value.model, value.dtype)}")
+            return
+        inner = _inner_labeler(value)
+        if inner is not None:
+            cls, inner_config = resolve_labeler(inner[0], inner[1], where)
+            labelers.add(f"{inner[0]}@{cls.version}")
+            walk(inner_config, f"{where}.config")
+            return
+        if dataclasses.is_dataclass(value) and not isinstance(value, type):
+            for f in dataclasses.fields(value):
+                walk(getattr(value, f.name), f"{where}.{f.name}")
+        elif isinstance(value, dict):
+            for key, item in value.items():
+                walk(item, f"{where}.{key}")
+        elif isinstance(value, list | tuple):
+            for i, item in enumerate(value):
+                walk(item, f"{where}[{i}]")
+
+    walk(config, "config")
+    return {"models": sorted(models), "labelers": sorted(labelers)}
+
+
+def _inner_labeler(value: Any) -> tuple[str, dict] | None:
+    """(registry key, raw config) when `value` names an inner labeler (a tier, an appeal: `labeler` + `config`)."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        value = {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
+    if isinstance(value, dict) and isinstance(value.get("labeler"), str) and isinstance(value.get("config"), dict):
+        return value["labeler"], value["config"]
+    return None
 
 
 def record_key(values: tuple) -> str:

@@ -129,3 +129,16 @@ def read_policy_info(directory: str | Path) -> PolicyInfo:
     if not path.exists():
         raise FileNotFoundError(f"{path}: missing; run the `model` stage first (dvc repro model)")
     return PolicyInfo(**json.loads(path.read_text()))
+
+
+def model_identity(model: str, dtype: str = "float32") -> str:
+    """What identifies a local model's outputs: the content fingerprint of an HF folder (the model stage's recorded
+    one, else computed); a hub id stands for itself; a non-default dtype is appended because it changes outputs."""
+    path = Path(model)
+    if (path / FINGERPRINT_FILE).exists():
+        ident = read_policy_info(path).fingerprint
+    elif path.is_dir():
+        ident = fingerprint(path)
+    else:
+        ident = model
+    return ident if dtype == "float32" else f"{ident}|{dtype}"

@@ -54,3 +54,50 @@ def test_pickle_ships_settings_not_state(tmp_path):
     cache.put("k", GOOD)
     copy = pickle.loads(pickle.dumps(cache))
     assert copy._pending == [] and copy._labels is None and copy.directory == cache.directory
+
+
+def _judge_config(model: str, **backend):
+    from rewardmill.transforms.judges.client import BackendConfig
+    from rewardmill.transforms.labelers.reference_judge import ReferenceJudgeConfig
+
+    return ReferenceJudgeConfig(backend=BackendConfig(model=model, **backend))
+
+
+def _write_policy(folder, fingerprint: str) -> None:
+    import json
+
+    folder.mkdir(exist_ok=True)
+    (folder / "rewardmill_policy.json").write_text(
+        json.dumps({"name": "m", "source": "s", "fingerprint": fingerprint})
+    )
+
+
+def test_namespace_follows_the_judge_models_fingerprint_not_its_path(tmp_path):
+    from rewardmill.transforms.labelers.reference_judge import ReferenceJudge
+
+    folder = tmp_path / "policy"
+    _write_policy(folder, "a" * 64)
+    before = namespace(ReferenceJudge, _judge_config(str(folder)))
+    assert namespace(ReferenceJudge, _judge_config(str(folder))) == before  # same model, same labels
+    _write_policy(folder, "b" * 64)  # another model at the same path (model.source changed, the stage reran)
+    assert namespace(ReferenceJudge, _judge_config(str(folder))) != before
+
+
+def test_namespace_follows_an_endpoints_served_fingerprint():
+    from rewardmill.transforms.labelers.reference_judge import ReferenceJudge
+
+    served = dict(kind="openai", base_url="http://h/v1")
+    names = {namespace(ReferenceJudge, _judge_config("m", **served, fingerprint=f)) for f in (None, "rev-1", "rev-2")}
+    assert len(names) == 3
+
+
+def test_namespace_follows_inner_labeler_versions(monkeypatch):
+    from rewardmill.transforms.labelers.reference_judge import AppealSpec, ReferenceJudge, ReferenceJudgeConfig
+    from rewardmill.transforms.labelers.tiered import TieredConfig, TieredVerifier, TierSpec
+
+    appeal = ReferenceJudgeConfig(appeal=AppealSpec("math_answer", {"timeout_seconds": 5}))
+    tiers = TieredConfig(tiers=(TierSpec(labeler="math_answer", config={}),))
+    before = (namespace(ReferenceJudge, appeal), namespace(TieredVerifier, tiers))
+    monkeypatch.setattr(MathAnswerVerifier, "version", "99")  # the inner verifier changed what it returns
+    after = (namespace(ReferenceJudge, appeal), namespace(TieredVerifier, tiers))
+    assert before[0] != after[0] and before[1] != after[1]
