@@ -56,6 +56,69 @@ def last_box(text: str) -> str | None:
     return None
 
 
+HEDGED = "hedged: "  # the rationale prefix of a hedge; an appeal never overturns one (reference_judge.py)
+# "5 or 6", "either 5 or 6", "5, or maybe 6": alternatives offered as the final answer.
+_ALTERNATIVES = re.compile(r"(?i)\s*(?:,\s*)?\b(?:or(?:\s+maybe)?|either|maybe)\b\s*")
+
+
+def final_answer_texts(completion: str) -> dict[str, str]:
+    """Where a final answer is stated (pure): the text after the last "answer is", the last \\boxed{} content and
+    the last non-blank line, each when present."""
+    texts = {}
+    anchors = list(_ANSWER_IS.finditer(completion))
+    if anchors:  # from the last "answer is" to the end: "12. Or maybe 13." is one hedged answer
+        texts["answer_is"] = completion[anchors[-1].start("answer") :][:300].strip()
+    box = last_box(completion)
+    if box is not None:
+        texts["boxed"] = box
+    lines = [line.strip() for line in completion.splitlines() if line.strip()]
+    if lines:
+        texts["last_line"] = lines[-1]
+    return texts
+
+
+def hedge(completion: str, gold, parse, verify, timeout_seconds: int) -> str | None:
+    """Why the completion's final answer is a hedge, or None. A hedge offers several different values as the
+    answer ("5 or 6") or states two different final answers (the last \\boxed{} against the last "answer is").
+    A gold that is itself several values (a set, a tuple, an interval) is never hedged against: "5 or -5" may be
+    how a completion writes {5, -5}."""
+    if _multi_valued(gold[0]):
+        return None
+
+    def value(text: str):
+        parsed = parse(f"${text}$" if "$" not in text and "\\" not in text else text, parsing_timeout=timeout_seconds)
+        return parsed or None
+
+    def differ(a, b) -> bool:
+        return not verify(a, b, timeout_seconds=timeout_seconds)
+
+    texts = final_answer_texts(completion)
+    for where, text in texts.items():
+        parts = [part for part in _ALTERNATIVES.split(text) if part.strip(" .,;:$")]
+        if len(parts) < 2 or not _ALTERNATIVES.search(text):
+            continue
+        values = [v for v in (value(part.strip(" .,;:")) for part in parts if _looks_like_value(part)) if v]
+        if len(values) >= 2 and any(differ(values[0], v) for v in values[1:]):
+            shown = " | ".join(str(v[-1]) for v in values)
+            return f"the final answer ({where}) offers several values: {shown}"
+    said_text = answer_snippet(completion, "answer_is")
+    if "boxed" in texts and said_text:
+        boxed, said = value(f"\\boxed{{{texts['boxed']}}}"), value(said_text)
+        if boxed and said and differ(boxed, said):
+            return f"two different final answers: boxed {boxed[-1]}, 'answer is' {said[-1]}"
+    return None
+
+
+def _looks_like_value(text: str) -> bool:
+    """ "5", "x = -5", "\\frac{1}{2}", "$3\\sqrt{2}$"; not "Whether you add" (prose around an "or")."""
+    bare = re.sub(r"\\[A-Za-z]+", " ", text)
+    return bool(re.search(r"\d|\\[A-Za-z]", text)) and not re.search(r"[A-Za-z]{3,}", bare)
+
+
+def _multi_valued(expr) -> bool:
+    return type(expr).__name__ in ("FiniteSet", "Tuple", "Interval", "Union", "list", "tuple", "set")
+
+
 def check_modes(modes) -> tuple[str, ...]:
     """`modes` as a tuple, or ValueError naming the bad one (a typo must not silently verify nothing)."""
     modes = tuple(modes)
@@ -76,6 +139,9 @@ class MathAnswerConfig:
     # whole completion; boxed = last \boxed{}; answer_is = the rest of the line after "answer is"/"answer:";
     # last_number = the last number (thousand separators and a/b fractions allowed). See math_extraction.py.
     extraction: tuple[Literal["math_verify", "boxed", "answer_is", "last_number"], ...] = ("math_verify",)
+    # A final answer that offers several values ("5 or 6") or states two different ones: reject = verdict incorrect
+    # with rationale "hedged: ..." (a policy must not learn to hedge); last = judge the extracted answer alone.
+    hedge: Literal["reject", "last"] = "reject"
 
     def __post_init__(self):
         object.__setattr__(self, "extraction", check_modes(self.extraction))
@@ -87,6 +153,7 @@ def verify_answer(
     timeout_seconds: int,
     float_rounding: int = 6,
     extraction: tuple[str, ...] = ("math_verify",),
+    hedge_policy: str = "reject",
 ) -> Label:
     """Pure core. Must run in a main thread (math-verify's timeouts use signal.alarm)."""
     from math_verify import parse, verify
@@ -108,6 +175,10 @@ def verify_answer(
         if not answer:
             modes = "/".join(extraction)
             return Label(0.0, CONFIDENCE_INCORRECT, "incorrect", f"no final answer found ({modes})", raw=None)
+        if hedge_policy == "reject":
+            hedged = hedge(completion, gold, parse, verify, timeout_seconds)
+            if hedged:
+                return Label(0.0, CONFIDENCE_INCORRECT, "incorrect", f"{HEDGED}{hedged}"[:500], str(answer[-1]))
         ok = verify(gold, answer, float_rounding=float_rounding, timeout_seconds=timeout_seconds, raise_on_error=True)
     except TimeoutException:
         return Label(None, 0.0, "timeout", f"math-verify exceeded {timeout_seconds}s")
@@ -127,7 +198,7 @@ class MathAnswerVerifier:
     """
 
     name = "math_answer"
-    version = "2"  # 2: extraction modes; the rationale names the mode
+    version = "3"  # 2: extraction modes; the rationale names the mode. 3: a hedged final answer is incorrect
     reads = ("completion", "reference")
     tasks = ("math",)  # a code task's reference is a program, not an answer
     Config = MathAnswerConfig
@@ -143,7 +214,7 @@ class MathAnswerVerifier:
         try:
             return self._runner.call(
                 verify_answer,
-                (completion, reference, cfg.timeout_seconds, cfg.float_rounding, cfg.extraction),
+                (completion, reference, cfg.timeout_seconds, cfg.float_rounding, cfg.extraction, cfg.hedge),
                 hard_timeout=3 * cfg.timeout_seconds + 10,
             )
         except HardTimeout as exc:
@@ -158,7 +229,7 @@ class MathAnswerVerifier:
         todo = [i for i, (_, reference) in enumerate(rows) if reference]
         results = self._runner.map(
             verify_answer,
-            [(rows[i][0], rows[i][1], cfg.timeout_seconds, cfg.float_rounding, cfg.extraction) for i in todo],
+            [(*rows[i], cfg.timeout_seconds, cfg.float_rounding, cfg.extraction, cfg.hedge) for i in todo],
             hard_timeout=3 * cfg.timeout_seconds + 10,
         )
         labels = [Label(None, 0.0, "abstain", "no reference answer for this prompt")] * len(rows)

@@ -19,6 +19,7 @@ from rewardmill.transforms.judges.client import BackendConfig, JudgeRequest, Jud
 from rewardmill.transforms.judges.reference import TOP_LOGPROBS, build_equivalence, parse_yes_no, response_p_yes
 from rewardmill.transforms.labelers.base import Label, resolve_labeler, safe_label
 from rewardmill.transforms.labelers.judge_base import JudgeLabeler, call_failed, question_of
+from rewardmill.transforms.labelers.math_answer import HEDGED
 
 DIGITS = 6
 CONFIDENCE_UNCALIBRATED = 0.5  # a greedy yes/no read from text alone says nothing about how sure the judge was
@@ -52,13 +53,18 @@ def rule_of(config: ReferenceJudgeConfig):
     return cls(rule_config)
 
 
+def _final(rule: Label) -> bool:
+    """A rule verdict no appeal may overturn: a hedged answer ("5 or 6") is wrong however a judge reads it."""
+    return rule.verdict == "incorrect" and rule.rationale.startswith(HEDGED)
+
+
 def _label_dict(label: Label) -> dict:
     return {"score": label.score, "verdict": label.verdict, "rationale": label.rationale}
 
 
 class ReferenceJudge(JudgeLabeler):
     name = "reference_judge"
-    version = "1"
+    version = "2"  # 2: a hedged rule verdict is final (never appealed)
     Config = ReferenceJudgeConfig
 
     def __init__(self, config: ReferenceJudgeConfig | None = None):
@@ -94,14 +100,14 @@ class ReferenceJudge(JudgeLabeler):
     @staticmethod
     def _needs_judge(values: tuple, rule: Label | None) -> bool:
         has_reference = isinstance(values[2], str) and values[2].strip() != ""
-        return has_reference and (rule is None or rule.verdict != "correct")
+        return has_reference and (rule is None or (rule.verdict != "correct" and not _final(rule)))
 
     def to_label(self, reference: str | None, rule: Label | None, response: JudgeResponse | None) -> Label:
         """Pure: the rule's label (appeal mode) and the judge's response (None = not asked) -> the final Label."""
         cfg = self.config
-        if rule is not None and rule.verdict == "correct":
+        if rule is not None and (rule.verdict == "correct" or _final(rule)):
             raw = json.dumps({"rule": _label_dict(rule), "judge": None, "appealed": False}, ensure_ascii=False)
-            return Label(rule.score, rule.confidence, "correct", f"rule: {rule.rationale}"[:500], raw, cfg.aspect)
+            return Label(rule.score, rule.confidence, rule.verdict, f"rule: {rule.rationale}"[:500], raw, cfg.aspect)
         if response is None:  # no reference to compare with
             raw = json.dumps({"rule": _label_dict(rule) if rule else None, "judge": None}, ensure_ascii=False)
             return Label(None, 0.0, "abstain", "no reference answer to compare with", raw, cfg.aspect)

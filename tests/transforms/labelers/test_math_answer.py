@@ -172,3 +172,35 @@ def test_bad_modes_are_refused_early():
 )
 def test_last_box(text, content):
     assert last_box(text) == content
+
+
+@pytest.mark.parametrize(
+    "completion, reference, verdict",
+    [
+        ("The answer is 5 or 6.", "5", "incorrect"),  # two values offered: never correct
+        ("The answer is either 3 or 4", "4", "incorrect"),  # math-verify alone would take the last (4)
+        ("either 5 or 6", "6", "incorrect"),  # no anchor: the last line offers both
+        ("$5$ or $6$", "5", "incorrect"),
+        ("\\boxed{5} or \\boxed{6}", "5", "incorrect"),
+        ("The answer is 12. Or maybe 13.", "12", "incorrect"),
+        ("The answer is 5, or maybe 6", "5", "incorrect"),
+        ("So it is \\boxed{5}. The answer is 6.", "6", "incorrect"),  # the box and the sentence disagree
+        ("The answer is 5.", "5", "correct"),
+        ("The answer is 1/2 or 0.5", "1/2", "correct"),  # one value written two ways is no hedge
+        ("Whether you add or subtract, the answer is 7.", "7", "correct"),  # prose around "or"
+        ("The answer is \\boxed{12}", "12", "correct"),  # box and sentence agree
+        ("The solutions are $\\{5, -5\\}$", "\\{5, -5\\}", "correct"),  # a set reference is several values
+    ],
+)
+def test_a_hedge_never_verifies(completion, reference, verdict):
+    label = verify_answer(completion, reference, 5)
+    assert label.verdict == verdict, label
+    if verdict == "incorrect":
+        assert label.rationale.startswith("hedged: ") and label.score == 0.0
+
+
+def test_hedge_last_judges_the_extracted_answer_alone():
+    assert verify_answer("The answer is 5 or 6.", "5", 5, hedge_policy="last").verdict == "correct"
+    assert from_dict(MathAnswerConfig, {}, "x").hedge == "reject"  # the default rejects
+    with pytest.raises(ConfigError, match="hedge"):
+        from_dict(MathAnswerConfig, {"hedge": "first"}, "x")

@@ -113,3 +113,11 @@ def test_config_errors_and_registry():
     assert get_labeler_class("reference_judge") is ReferenceJudge
     judge = pickle.loads(pickle.dumps(ReferenceJudge(from_dict(ReferenceJudgeConfig, APPEAL, "r"))))
     assert judge.rule is not None and judge.config.backend == BackendConfig()
+
+
+def test_an_appeal_never_overturns_a_hedge():
+    judge = ReferenceJudge(from_dict(ReferenceJudgeConfig, APPEAL, "reference_judge"))
+    judge._clients[judge.config.backend] = client = ScriptedClient("Yes")  # a judge that would say yes
+    label = judge.label(MESSAGES, "The answer is 1/3 or 1/4.", "\\frac{1}{3}")
+    assert label.verdict == "incorrect" and "hedged" in label.rationale and not client.requests
+    assert json.loads(label.raw)["appealed"] is False
