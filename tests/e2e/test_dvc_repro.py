@@ -290,6 +290,20 @@ def test_forced_repro_gives_identical_bytes(project, tmp_path):
     assert after.keys() == before.keys() and not moved, moved
 
 
+def test_an_override_experiment_reruns_only_assemble_and_after(project):
+    """The README's `dvc exp run -S 'assemble.aggregate.overrides={appeal: 0.9}'`: the appeal may overturn a gate where
+    it is at least 0.9 confident; only assemble and what reads it rerun."""
+    out = run([str(BIN / "dvc"), "exp", "run", "-S", "assemble.aggregate.overrides={appeal: 0.9}"], project)
+    ran = set(re.findall(r"Running stage '([^']+)'", out))
+    assert "assemble" in ran and not any(s.startswith(("label@", "steps@")) or s == "rollouts" for s in ran), out
+    appeal = {r["rollout_id"]: r for r in read_rows(str(project / "data/labels/appeal"))}
+    for reward in read_rows(str(project / "data/datasets/_rewards")):
+        if reward["verified_by"] == "appeal":  # decided by the appeal: only at the override's confidence
+            assert appeal[reward["rollout_id"]]["confidence"] >= 0.9
+    metrics = json.loads((project / "metrics/validate.json").read_text())
+    assert metrics["validation"] and all(v["success"] for v in metrics["validation"].values())
+
+
 def test_experiment_on_vllm_builds_a_dataset_that_validates(project):
     """`dvc exp run -S rollouts.backend=vllm`: the same DAG sampled by vLLM's CPU build, through validate and export.
     Last in this module: the experiment's outputs replace the workspace's."""

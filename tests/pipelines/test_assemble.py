@@ -48,7 +48,7 @@ SPECS = {
     "pc": ([1.0, 0.0, 0.0, 0.0], [0.5, 0.5, 0.5, 0.5]),
     "pd": ([1.0, 0.0, 1.0, 0.0], [0.5, 0.5, 0.5, 0.5]),
     "pe": ([1.0, 1.0, 1.0, 1.0], [0.7, 0.7, 0.7, 0.7]),  # all pass, equal judge scores: a tie
-    "pf": ([None, None, 0.0, 1.0], [0.1, 0.9, 0.3, 0.6]),  # two undecided: ranked by the judge alone
+    "pf": ([None, None, 0.0, 1.0], [0.1, 0.9, 0.3, 0.6]),  # two undecided: between the classes, by the judge
 }
 
 
@@ -105,7 +105,9 @@ def test_every_input_is_accounted_for(project, params_file):
     assert "bench.jsonl:1" in next(r["detail"] for r in rejects if r["reason"] == "contaminated")
     # the judge ranks inside a class: pa-r0 (0.75 + 0.25 * 0.9) above pa-r2
     assert rewards["pa-r0"]["reward"] == pytest.approx(0.975) and rewards["pa-r2"]["reward"] == pytest.approx(0.85)
-    assert rewards["pf-r1"]["correct"] is None and rewards["pf-r1"]["reward"] == pytest.approx(0.9)
+    # verified first: undecided pf-r1 (judge 0.9) gets 0.25 + 0.5 * 0.9, below verified-correct pf-r3 (0.9)
+    assert rewards["pf-r1"]["correct"] is None and rewards["pf-r1"]["reward"] == pytest.approx(0.7)
+    assert rewards["pf-r3"]["reward"] == pytest.approx(0.9)
 
     pairs = read_rows(str(out / "pairs"))
     pair_rejects = read_rows(str(out / "pairs/_rejects"))

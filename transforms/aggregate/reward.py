@@ -7,8 +7,17 @@ score vector `scores` and `label_sources` (the REWARD_V1 columns except `status`
 Why gates: a plain mean over labelers lets a weak LLM judge pull a verified-wrong answer above a verified-right one.
 Here the first gate (a rule verifier, in params order) with a decided verdict sets `correct`, and model-based scores
 only move the reward inside that class: reward = (1 - w) * correct + w * model_score with w = rank_weight < 0.5.
-A rollout no gate decided is ranked by its model score alone. Vectorized (polars), so a million rollouts take
-seconds; the result does not depend on row order.
+
+Verified first: where gates are configured, a rollout no gate decided (math-verify timed out, the reference did not
+parse) is unverified, and its reward lies between the two classes: w + (1 - 2w) * model_score, in [w, 1 - w]. So
+it never outranks a verified-correct rollout (>= 1 - w) nor falls below a verified-incorrect one (<= w), and no
+strategy pairs it as chosen over a verified-correct rollout (a tie is never paired). Without gates every rollout is
+ranked by its model score alone.
+
+Overrides (`overrides: {labeler: min_confidence}`) let a named model-based labeler, such as the appeal judge,
+decide correctness before the gates when its label is decided and at least that confident: then it can overturn a
+rule verifier's verdict, which nothing else can. Vectorized (polars), so a million rollouts take seconds; the
+result does not depend on row order.
 """
 
 from dataclasses import dataclass, field
@@ -29,6 +38,9 @@ class AggregateConfig:
     weights: dict[str, float] = field(default_factory=dict)  # labeler -> weight of its scores in the model score
     default_weight: float = 0.0  # labelers that are neither gates nor in `weights`
     rank_weight: float = 0.25  # share of the reward the model score moves within a correctness class
+    # labeler -> min confidence: a decided label of it at least that confident sets `correct` before any gate (an
+    # appeal that may overturn a rule verifier). {} = only gates decide.
+    overrides: dict[str, float] = field(default_factory=dict)
 
     def __post_init__(self):
         if not 0.0 <= self.rank_weight < 0.5:
@@ -43,13 +55,17 @@ class AggregateConfig:
             raise ValueError(f"{overlap} are gates and weighted model scores at once; name each in one place")
         if len(set(self.gates)) != len(self.gates):
             raise ValueError(f"gates name a labeler twice: {list(self.gates)}")
+        if overlap := sorted(set(self.gates) & set(self.overrides)):
+            raise ValueError(f"{overlap} are gates and overrides at once; an override decides before the gates")
+        if bad := {k: v for k, v in self.overrides.items() if not 0.0 <= v <= 1.0}:
+            raise ValueError(f"override confidences must be in [0, 1], got {bad}")
 
     def check_labelers(self, labelers: list[str]) -> None:
         """Fail on gates/weights naming a labeler params `labelers` lacks (a typo would silently do nothing)."""
-        unknown = sorted((set(self.gates) | set(self.weights)) - set(labelers))
+        unknown = sorted((set(self.gates) | set(self.weights) | set(self.overrides)) - set(labelers))
         if unknown:
             raise ValueError(
-                f"gates/weights name unknown labelers {unknown}; params `labelers` has {sorted(labelers)}"
+                f"gates/weights/overrides name unknown labelers {unknown}; params `labelers` has {sorted(labelers)}"
             )
 
 
@@ -73,18 +89,22 @@ def score_rollouts(rollouts: pl.DataFrame, labels: pl.DataFrame, cfg: AggregateC
         )
         .sort("rollout_id", "name", "source")
     )
-    gate_rank = {g: i for i, g in enumerate(cfg.gates)}
+    deciders = [*sorted(cfg.overrides), *cfg.gates]  # overrides first (by name), then the gates in params order
+    gate_rank = {g: i for i, g in enumerate(deciders)}
     is_gate = pl.col("labeler").is_in(list(cfg.gates))
+    min_confidence = pl.lit(cfg.min_gate_confidence)
+    for labeler, threshold in cfg.overrides.items():
+        min_confidence = pl.when(pl.col("labeler") == labeler).then(pl.lit(float(threshold))).otherwise(min_confidence)
 
     gate = (
         labels.filter(
-            is_gate
+            pl.col("labeler").is_in(deciders)
             & pl.col("verdict").is_in(DECIDED)
             & pl.col("score").is_not_null()
-            & (pl.col("confidence") >= cfg.min_gate_confidence)
+            & (pl.col("confidence") >= min_confidence)
         )
         .with_columns(rank=pl.col("labeler").replace_strict(gate_rank, return_dtype=pl.Int32))
-        .sort("rollout_id", "rank", "aspect")  # the first gate in params order, then aspect
+        .sort("rollout_id", "rank", "aspect")  # the first decider (overrides, then gates in order), then aspect
         .group_by("rollout_id", maintain_order=True)
         .agg(
             correct=(pl.col("verdict").first() == "correct"),
@@ -138,7 +158,7 @@ def score_rollouts(rollouts: pl.DataFrame, labels: pl.DataFrame, cfg: AggregateC
         .with_columns(
             reward=pl.when(pl.col("correct").is_not_null())
             .then((1.0 - w) * correct + w * pl.coalesce(pl.col("model_score"), correct))
-            .otherwise(pl.col("model_score")),
+            .otherwise(w + (1.0 - 2.0 * w) * pl.col("model_score") if deciders else pl.col("model_score")),
             agreement=agreement,
         )
         .with_columns(

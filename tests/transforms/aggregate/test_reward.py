@@ -31,8 +31,9 @@ def one(labs, cfg=CFG) -> dict:
         ([label("a", "code", 0.0, "incorrect"), label("a", "math", 1.0, "correct")], 1.0, True, "math"),
         # an undecided gate (abstain, null score) leaves the next gate to decide
         ([label("a", "math", None, "abstain", 0.0), label("a", "code", 0.0, "incorrect")], 0.0, False, "code"),
-        # a gate below min_gate_confidence does not decide: the judge's score is the reward
-        ([label("a", "math", 1.0, "correct", 0.4), label("a", "judge", 0.3, "x")], 0.3, None, None),
+        # a gate below min_gate_confidence does not decide: unverified, the judge's score ranks it between the
+        # classes (verified first): 0.25 + 0.5 * 0.3
+        ([label("a", "math", 1.0, "correct", 0.4), label("a", "judge", 0.3, "x")], 0.4, None, None),
         # no gate, no weighted score: no reward (never a silent 0)
         ([label("a", "math", None, "error", 0.0)], None, None, None),
         ([], None, None, None),
@@ -85,3 +86,27 @@ def test_config_errors(kwargs, message):
 def test_unknown_labelers_are_named():
     with pytest.raises(ValueError, match=r"\['judge'\]"):
         AggregateConfig(gates=("math",), weights={"judge": 1.0}).check_labelers(["math", "panel"])
+
+
+def test_unverified_never_outranks_verified_correct():
+    """The issue's case: an undecided rollout at judge score 0.9 against a verified-correct one at 0.0 (0.75)."""
+    undecided = one([label("a", "math", None, "timeout", 0.0), label("a", "judge", 1.0, "x")])
+    verified = one([label("a", "math", 1.0, "correct"), label("a", "judge", 0.0, "x")])
+    wrong = one([label("a", "math", 0.0, "incorrect"), label("a", "judge", 1.0, "x")])
+    floor = one([label("a", "math", None, "timeout", 0.0), label("a", "judge", 0.0, "x")])
+    assert wrong["reward"] <= floor["reward"] and undecided["reward"] <= verified["reward"]
+    # without gates the model score is the reward, unbanded
+    assert one([label("a", "judge", 0.9, "x")], AggregateConfig(weights={"judge": 1.0}))["reward"] == 0.9
+
+
+def test_an_override_decides_before_the_gates_at_its_confidence():
+    cfg = AggregateConfig(gates=("math",), weights={"judge": 1.0}, overrides={"appeal": 0.9})
+    rule_no = label("a", "math", 0.0, "incorrect")
+    overturned = one([rule_no, label("a", "appeal", 1.0, "correct", 0.95)], cfg)
+    assert (overturned["correct"], overturned["verified_by"], overturned["reward"]) == (True, "appeal", 1.0)
+    unsure = one([rule_no, label("a", "appeal", 1.0, "correct", 0.6)], cfg)  # below 0.9: the gate stands
+    assert (unsure["correct"], unsure["verified_by"]) == (False, "math")
+    with pytest.raises(ValueError, match="gates and overrides at once"):
+        AggregateConfig(gates=("math",), overrides={"math": 0.5})
+    with pytest.raises(ValueError, match="must be in"):
+        AggregateConfig(overrides={"appeal": 1.5})
