@@ -291,15 +291,16 @@ def test_forced_repro_gives_identical_bytes(project, tmp_path):
 
 
 def test_an_override_experiment_reruns_only_assemble_and_after(project):
-    """The README's `dvc exp run -S 'assemble.aggregate.overrides={appeal: 0.9}'`: the appeal may overturn a gate where
+    """The README's `dvc exp run -S '+assemble.aggregate.overrides.appeal=0.9'`: the appeal may overturn a gate where
     it is at least 0.9 confident; only assemble and what reads it rerun."""
-    out = run([str(BIN / "dvc"), "exp", "run", "-S", "assemble.aggregate.overrides={appeal: 0.9}"], project)
+    out = run([str(BIN / "dvc"), "exp", "run", "-S", "+assemble.aggregate.overrides.appeal=0.9"], project)
     ran = set(re.findall(r"Running stage '([^']+)'", out))
     assert "assemble" in ran and not any(s.startswith(("label@", "steps@")) or s == "rollouts" for s in ran), out
     appeal = {r["rollout_id"]: r for r in read_rows(str(project / "data/labels/appeal"))}
     for reward in read_rows(str(project / "data/datasets/_rewards")):
         if reward["verified_by"] == "appeal":  # decided by the appeal: only at the override's confidence
             assert appeal[reward["rollout_id"]]["confidence"] >= 0.9
+    assert yaml.safe_load((project / "params.yaml").read_text())["assemble"]["aggregate"]["overrides"] == {"appeal": 0.9}
     metrics = json.loads((project / "metrics/validate.json").read_text())
     assert metrics["validation"] and all(v["success"] for v in metrics["validation"].values())
 
