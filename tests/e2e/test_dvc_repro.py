@@ -300,7 +300,8 @@ def test_an_override_experiment_reruns_only_assemble_and_after(project):
     for reward in read_rows(str(project / "data/datasets/_rewards")):
         if reward["verified_by"] == "appeal":  # decided by the appeal: only at the override's confidence
             assert appeal[reward["rollout_id"]]["confidence"] >= 0.9
-    assert yaml.safe_load((project / "params.yaml").read_text())["assemble"]["aggregate"]["overrides"] == {"appeal": 0.9}
+    params = yaml.safe_load((project / "params.yaml").read_text())
+    assert params["assemble"]["aggregate"]["overrides"] == {"appeal": 0.9}
     metrics = json.loads((project / "metrics/validate.json").read_text())
     assert metrics["validation"] and all(v["success"] for v in metrics["validation"].values())
 
