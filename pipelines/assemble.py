@@ -14,6 +14,7 @@ not a Python dict per row, and buckets spread over workers on a distributed runn
 """
 
 import argparse
+import dataclasses
 import json
 import logging
 import shutil
@@ -75,6 +76,7 @@ from rewardmill.transforms.io.tables import (
     stage_shards,
 )
 from rewardmill.transforms.io.threads import ThreadedDoFn
+from rewardmill.transforms.pairing.balance import balance_pairs_output
 from rewardmill.transforms.pairing.strategies import PairsConfig
 from rewardmill.transforms.steps.prm_rows import build_prm_row
 
@@ -340,7 +342,9 @@ def build(
         folder = Path(out_dir) / name
         sinks[name] = TableSink(str(folder), schema, key, cfg.num_shards)
         sinks[f"{name}/_rejects"] = TableSink(str(folder / "_rejects"), REJECT_V1, REJECT_KEY)
-    assemble = AssembleBucket(cfg.core(), sinks, str(scratch / "outputs"))
+    core = cfg.core()  # balance_length runs once over all pairs, after the buckets (balance_pairs_output)
+    core = dataclasses.replace(core, pairs=dataclasses.replace(core.pairs, balance_length=False))
+    assemble = AssembleBucket(core, sinks, str(scratch / "outputs"))
     results = buckets | "Assemble buckets" >> beam.ParDo(assemble, beam.pvalue.AsSingleton(flags)).with_outputs(
         COUNTS, main="parts"
     )
@@ -398,6 +402,13 @@ def main(argv: list[str] | None = None) -> None:
         counts_path = tmp / COUNTS_FILE
         counts = json.loads(counts_path.read_text()) if counts_path.exists() else {}
         counts_path.unlink(missing_ok=True)
+        if cfg.pairs.balance_length:
+            pairs_sink = TableSink(str(tmp / "pairs"), PAIR_V2, OUTPUTS["pairs"][1], cfg.num_shards)
+            rejects_sink = TableSink(str(tmp / "pairs" / "_rejects"), REJECT_V1, REJECT_KEY)
+            moved = balance_pairs_output(pairs_sink, rejects_sink, STAGE)
+            if moved:
+                counts["pairs_dropped"] = counts.get("pairs_dropped", 0) + moved
+                counts["pairs_written"] = counts.get("pairs_written", 0) - moved
         inputs = {"rollouts": args.rollouts, **{f"labels/{n}": d for n, d in zip(names, label_dirs, strict=True)}}
         common = {"labelers": names, "labeler_versions": labeler_versions(tmp / "_rewards"), "counts": counts}
         manifests = {}

@@ -126,6 +126,21 @@ def shard_parts(
         yield (name, index), spill_table(part, spill_dir) if spill_dir else part
 
 
+def rewrite_sink(sink: TableSink, table: pa.Table) -> None:
+    """Write `table` as the whole of `sink`: every shard file (empty ones too), rows sorted by key, over the old
+    files (for a stage's temp output folder, which is renamed into place only when the stage is done)."""
+    table = table.select(sink.schema.names).cast(sink.schema)
+    shards = (
+        shard_indices(sort_keys(table, sink.key_columns), sink.num_shards)
+        if sink.num_shards > 1
+        else np.zeros(table.num_rows, dtype=np.int64)
+    )
+    for index in range(sink.num_shards):
+        name = shard_name(sink.basename, index, sink.num_shards)
+        part = sorted_by_key(table.take(np.nonzero(shards == index)[0]), sink.key_columns, f"{sink.directory}/{name}")
+        write_table(part.replace_schema_metadata(sink.schema.metadata), f"{sink.directory}/{name}")
+
+
 def joined_key(table: pa.Table, key_columns: tuple[str, ...], where: str) -> pa.Array:
     """Each row's key columns joined with NUL, as one string array: its order is WriteSortedParquet's. Fails on a
     null key or a NUL inside a key value (NUL is the separator)."""

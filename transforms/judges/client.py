@@ -78,6 +78,9 @@ class BackendConfig:
     max_concurrency: int = 4  # openai: requests in flight at once
     max_retries: int = 4  # openai: retries on 429 / 5xx / timeouts / connection errors only, exponential backoff
     request_timeout: float = 60.0  # openai: seconds per attempt
+    # openai: the longest wait a server's Retry-After gets (our own backoff stops at 30 s; a rate-limited hosted API
+    # may ask for minutes, and retrying sooner only burns the retry budget)
+    max_retry_after: float = 300.0
     batch_size: int = 8  # transformers: requests per generate call
     dtype: str = "float32"  # transformers, vllm: float32 keeps CPU judgments bit-reproducible
     # vllm: extra vllm.LLM(...) kwargs, e.g. {gpu_memory_utilization: 0.4}; left out of the hash (clients are keyed

@@ -132,6 +132,7 @@ class OpenAIJudgeClient:
 
     def _complete_one(self, request: JudgeRequest) -> JudgeResponse:
         s = request.sampling
+        prompt_tokens = completion_tokens = 0  # every successful call's tokens count, even if a later one fails
         try:
             completions, prompt_tokens, completion_tokens = self._send(request, s.n, s.seed)
             # Some endpoints ignore `n` (transformers serve does): ask again for the rest, one seed further each
@@ -148,7 +149,7 @@ class OpenAIJudgeClient:
                 prompt_tokens += more_prompt
                 completion_tokens += more_completion
         except Exception as exc:  # never raise for one request: the labeler records the error and moves on
-            self._count(requests=1, failures=1)
+            self._count(requests=1, failures=1, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens)
             message = self._redact(f"{type(exc).__name__}: {_short(exc)}")
             log.warning("judge %s: request failed: %s", self.model_id, message)
             return JudgeResponse(completions=(), error=message)
@@ -174,8 +175,9 @@ class OpenAIJudgeClient:
             kwargs.update(logprobs=True, top_logprobs=s.top_logprobs)
         backoff = wait_exponential_jitter(multiplier=self.backoff, max=self.max_backoff, jitter=self.backoff)
 
-        def wait(state) -> float:  # our backoff, or longer when the server says when to come back
-            return min(max(backoff(state), retry_after_seconds(state.outcome.exception())), self.max_backoff)
+        def wait(state) -> float:  # our backoff, or longer when the server says when to come back (up to its cap)
+            asked = min(retry_after_seconds(state.outcome.exception()), self.config.max_retry_after)
+            return max(min(backoff(state), self.max_backoff), asked)
 
         def before_sleep(state) -> None:
             self._count(retries=1)

@@ -116,7 +116,8 @@ def _looks_like_value(text: str) -> bool:
 
 
 def _multi_valued(expr) -> bool:
-    return type(expr).__name__ in ("FiniteSet", "Tuple", "Interval", "Union", "list", "tuple", "set")
+    # several values, or a string: math-verify could not read the gold as math, so nothing is known of its values
+    return type(expr).__name__ in ("FiniteSet", "Tuple", "Interval", "Union", "list", "tuple", "set", "str")
 
 
 def check_modes(modes) -> tuple[str, ...]:
@@ -147,6 +148,23 @@ class MathAnswerConfig:
         object.__setattr__(self, "extraction", check_modes(self.extraction))
 
 
+# A reference that already carries math delimiters is parsed as given: wrapping "$$x = 1$$" in $...$ again would
+# give "$$$x = 1$$$", which does not parse.
+_DELIMITED = re.compile(r"\$|\\\(|\\\[|\\boxed|\\begin\{")
+
+
+def parse_reference(reference: str, parse, timeout_seconds: int) -> list:
+    """math-verify's parse of a gold answer. With delimiters ($, \\(, \\[, \\boxed, an environment) it is parsed
+    as given, exactly as math-verify parses it (so the labeler agrees with math-verify's own parse/verify, its
+    string fallback for LaTeX sympy cannot read included). A bare reference is wrapped in $...$ so a number or bare
+    LaTeX parses, and must parse to math (no string fallback: an unreadable bare reference abstains)."""
+    if _DELIMITED.search(reference):
+        gold = parse(reference, parsing_timeout=timeout_seconds, raise_on_error=True)
+        if gold:
+            return gold
+    return parse(f"${reference}$", fallback_mode="no_fallback", parsing_timeout=timeout_seconds, raise_on_error=True)
+
+
 def verify_answer(
     completion: str,
     reference: str,
@@ -160,10 +178,7 @@ def verify_answer(
     from math_verify.errors import TimeoutException
 
     try:
-        # The gold is wrapped in $...$ so bare numbers and LaTeX both parse; gold comes first in verify().
-        gold = parse(
-            f"${reference}$", fallback_mode="no_fallback", parsing_timeout=timeout_seconds, raise_on_error=True
-        )
+        gold = parse_reference(reference, parse, timeout_seconds)  # gold comes first in verify()
         if not gold:
             return Label(None, 0.0, "abstain", f"reference does not parse: {reference!r}", raw=None)
         answer, mode = None, None
@@ -198,7 +213,9 @@ class MathAnswerVerifier:
     """
 
     name = "math_answer"
-    version = "3"  # 2: extraction modes; the rationale names the mode. 3: a hedged final answer is incorrect
+    # 2: extraction modes; the rationale names the mode. 3: a hedged final answer is incorrect; a reference with its
+    # own delimiters is parsed as given
+    version = "3"
     reads = ("completion", "reference")
     tasks = ("math",)  # a code task's reference is a program, not an answer
     Config = MathAnswerConfig

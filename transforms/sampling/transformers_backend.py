@@ -47,7 +47,7 @@ def generate_samples(
 
 
 def generate_from_texts(
-    policy: LoadedPolicy, texts: Sequence[str], seed_keys: Sequence[str], sp: SamplingParams
+    policy: LoadedPolicy, texts: Sequence[str], seed_keys: Sequence[str], sp: SamplingParams, strip: bool = True
 ) -> list[list[Sample]]:
     """n samples for each already formatted prompt text (a chat prompt, or one plus the start of an answer to
     continue); sample j of text t is seeded by (seed, seed_keys[t], j)."""
@@ -81,7 +81,7 @@ def generate_from_texts(
                 Sample(
                     index=j,
                     seed=seeds[row],
-                    completion=tok.decode(tokens, skip_special_tokens=True).strip(),
+                    completion=_text(tok.decode(tokens, skip_special_tokens=True), strip),
                     n_tokens=n_tokens,
                     finish_reason="stop" if bool(sampler.done[row]) else "length",
                     logprob_sum=float(sampler.logprob_sum[row]),
@@ -89,6 +89,11 @@ def generate_from_texts(
             )
         results.append(samples)
     return results
+
+
+def _text(decoded: str, strip: bool) -> str:
+    """A rollout's answer is stripped; a continuation is kept exactly as generated (it is glued to its prefix)."""
+    return decoded.strip() if strip else decoded
 
 
 class TransformersPolicyHandler(PolicyHandler):

@@ -88,7 +88,7 @@ class TransformersContinuer:
         out: list[list[str]] = []
         for start in range(0, len(requests), size):
             keys = [r.key for r in requests[start : start + size]]
-            for samples in generate_from_texts(policy, texts[start : start + size], keys, sp):
+            for samples in generate_from_texts(policy, texts[start : start + size], keys, sp, strip=False):
                 out.append([s.completion for s in samples])
         return out
 
@@ -139,7 +139,7 @@ class VLLMContinuer:
         prompts = token_prompts(tokenizer, [prompt_text(tokenizer, r) for r in requests])
         params = [VLLMSamplingParams(**vllm_continuation_kwargs(self.sampling, self.k, r.key)) for r in requests]
         outputs = llm.generate(prompts, params, use_tqdm=False)
-        return [[o.text.strip() for o in sorted(out.outputs, key=lambda o: o.index)] for out in outputs]
+        return [[o.text for o in sorted(out.outputs, key=lambda o: o.index)] for out in outputs]
 
     def close(self) -> None:
         self._llm = None  # the engine stays up for the process's other users
@@ -170,6 +170,7 @@ class CachedContinuer:
             "messages": list(request.messages),
             "prefix": request.prefix,
             "key": request.key,
+            "text": "as_generated",  # earlier entries were stripped, which glued "= 7" and "\n12" into "= 712"
         }
         return hashlib.sha256(json.dumps(ident, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
 

@@ -16,7 +16,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlparse
 
 HANG = "hang"  # hold the request without answering until the proxy stops (the client's timeout fires first)
-Fault = int | str | None  # an HTTP status to answer with, HANG, or None = forward to the real server
+# an HTTP status to answer with, "429:<seconds>" (429 with that Retry-After), HANG, or None = forward to the server
+Fault = int | str | None
 
 
 def free_port() -> int:
@@ -134,12 +135,15 @@ class FaultProxy:
                         proxy._release.wait(600)
                         self.close_connection = True
                         return
+                    retry_after = "0"
+                    if isinstance(fault, str) and fault.startswith("429:"):  # "429:<seconds>": a Retry-After
+                        fault, retry_after = 429, fault[4:]
                     if isinstance(fault, int):
                         message = f"injected {fault} for {last_user_content(body)!r}"
                         if fault == 401:  # what hosted APIs do: echo (part of) the key back
                             message = f"Incorrect API key provided: {self.headers.get('authorization', '')[7:]}"
                         data = json.dumps({"error": {"message": message, "type": "injected", "code": fault}})
-                        extra = {"retry-after": "0"} if fault == 429 else None
+                        extra = {"retry-after": retry_after} if fault == 429 else None
                         self._reply(fault, "application/json", data.encode(), extra)
                         return
                     headers = {"content-type": self.headers.get("content-type", "application/json")}

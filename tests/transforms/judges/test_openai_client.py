@@ -6,6 +6,7 @@ attempt the proxy does not fail is answered by the real server.
 
 import logging
 import pickle
+import time
 
 import pytest
 
@@ -124,3 +125,26 @@ def test_concurrency_never_exceeds_max_concurrency(judge_server, policy_dir):
         responses = client.complete([ask(f"Count to {i}.") for i in range(5)])
     assert all(r.error is None for r in responses)
     assert proxy.max_in_flight == 2  # the pool was full, and never fuller
+
+
+@pytest.mark.parametrize(("cap", "at_least", "below"), [(300.0, 1.5, 30.0), (0.2, 0.0, 1.2)])
+def test_retry_after_is_honoured_up_to_its_cap(judge_server, policy_dir, cap, at_least, below):
+    """Our backoff is 10 ms here; the server asks for 1.5 s and gets them, unless max_retry_after cuts the wait."""
+    with FaultProxy(judge_server, schedule({"slow down": ["429:1.5"]})) as proxy:
+        client = client_for(proxy.url, policy_dir, max_retries=1, max_retry_after=cap)
+        start = time.monotonic()
+        (response,) = client.complete([ask("slow down")])
+        waited = time.monotonic() - start
+    assert response.error is None and proxy.attempts["slow down"] == 2
+    assert at_least <= waited < below
+
+
+def test_tokens_of_successful_calls_count_when_a_later_top_up_fails(judge_server, policy_dir):
+    """transformers serve ignores n: the client tops up with another call, which fails here; the first call's
+    tokens were spent and are counted."""
+    with FaultProxy(judge_server, schedule({"two please": [None, 500, 500]})) as proxy:
+        client = client_for(proxy.url, policy_dir, max_retries=1)
+        (response,) = client.complete([ask("two please", Sampling(temperature=1.0, max_tokens=4, n=2, seed=1))])
+    assert response.error is not None and proxy.attempts["two please"] == 3
+    usage = client.usage()
+    assert usage["failures"] == 1 and usage["prompt_tokens"] > 0 and usage["completion_tokens"] > 0

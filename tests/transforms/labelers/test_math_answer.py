@@ -204,3 +204,34 @@ def test_hedge_last_judges_the_extracted_answer_alone():
     assert from_dict(MathAnswerConfig, {}, "x").hedge == "reject"  # the default rejects
     with pytest.raises(ConfigError, match="hedge"):
         from_dict(MathAnswerConfig, {"hedge": "first"}, "x")
+
+
+# LaTeX-heavy golds, given with their own delimiters (as datasets such as MATH ship them), and answers to them.
+QUADRATIC = "x = \\frac{1}{2}, x = \\frac{-1 \\pm \\sqrt{13}}{4}"
+LATEX_GOLDS = [
+    (f"$${QUADRATIC}$$", f"${QUADRATIC}$"),  # sympy cannot read it: math-verify compares the text
+    (f"$${QUADRATIC}$$", "The solutions are $x = \\frac{1}{2}$ and more."),
+    ("$\\{1, 2, 3\\}$", "The set is $\\{1,2,3\\}$"),
+    ("$\\{1, 2, 3\\}$", "The set is $\\{1,2\\}$"),
+    ("$(1, 2)$", "The point is $(1, 2)$."),
+    ("$(1, 2)$", "The point is $(2, 1)$."),
+    ("$[0, 1)$", "So $x \\in [0, 1)$"),
+    ("$(-\\infty, 2]$", "\\boxed{(-\\infty, 2]}"),
+    ("$\\pm 3$", "x = \\boxed{\\pm 3}"),
+    ("$x = 5$", "\\boxed{5}"),
+    ("\\boxed{3} and \\boxed{4}", "$\\boxed{3, 4}$"),
+    ("\\(\\frac{3}{4}\\)", "The answer is $0.75$."),
+    ("\\[ \\sqrt{2} \\]", "\\boxed{\\sqrt{2}}"),
+    ("$$2\\pi$$", "$2\\pi$"),
+    ("$\\{-1, 1\\}$", "x = \\pm 1, so \\boxed{\\{-1, 1\\}}"),
+]
+
+
+@pytest.mark.parametrize("gold, answer", LATEX_GOLDS)
+def test_delimited_golds_are_read_as_math_verify_reads_them(gold, answer):
+    from math_verify import parse, verify
+
+    expected = verify(parse(gold), parse(answer))  # math-verify's own reading of the gold as given
+    label = verify_answer(answer, gold, 5)
+    assert label.verdict in ("correct", "incorrect"), label  # never `$$$...$$$` that abstains
+    assert (label.verdict == "correct") == expected, label

@@ -96,3 +96,12 @@ def test_bad_sampling_is_refused():
         ContinuationSampling(temperature=0)
     with pytest.raises(ValueError, match="batch_size"):
         ContinuationSampling(batch_size=0)
+
+
+def test_continuations_are_kept_exactly_as_generated(policy_dir):
+    """A continuation is glued to its prefix, so its leading space or newline is part of it: stripped, "= 7" and
+    "\\n12" would read "= 712" and the extracted answer would change."""
+    continuer = TransformersContinuer(str(policy_dir), SAMPLING, k=4)
+    prefixes = ["Tom starts with 3 apples.", "He buys 4 more.", "So 3 + 4 = 7."]
+    texts = [t for per in continuer.continue_many([request(f"r:{i}", p) for i, p in enumerate(prefixes)]) for t in per]
+    assert any(t[:1].isspace() for t in texts), texts  # after a full stop the policy goes on with a space or newline
