@@ -7,8 +7,10 @@ import pytest
 
 from rewardmill.pipelines import steps as steps_stage
 from rewardmill.pipelines.config import ConfigError
+from rewardmill.pipelines.stage import digest_path
 from rewardmill.schemas import ROLLOUT_V2, STEP_LABEL_V1
 from rewardmill.transforms.io.parquet import read_rows, rows_to_table, write_table
+from rewardmill.transforms.sampling.policy import FINGERPRINT_FILE
 from tests.conftest import tiny_params
 from tests.pipelines.test_label_and_assemble import rollout
 
@@ -55,6 +57,9 @@ def test_mc_and_binary_search_on_the_real_model(tmp_path, params_file, policy_di
         manifest = json.loads((out / "_manifest.json").read_text())
         assert manifest["schema"] == "step_label_v1" and manifest["rejects"] == {"no_reference": 1}
         assert manifest["selection"] == {"rollouts": 5, "other_tasks": 1, "not_sampled": 0, "selected": 4}
+        # the continuing model's provenance is its fingerprint file (an absent file would digest to a constant)
+        model = digest_path(policy_dir / FINGERPRINT_FILE)
+        assert manifest["inputs"]["model"] == model != digest_path(tmp_path / "absent")
         assert pq.read_schema(next(out.glob("*.parquet"))).remove_metadata() == STEP_LABEL_V1.remove_metadata()
         assert metrics["rollouts"] == 3 and metrics["steps"] == 11  # 4 + 4 + 3 sentences
     rows = {name: read_rows(str(out), STEP_LABEL_V1) for name, out in (("mc", mc_out), ("bs", bs_out))}
