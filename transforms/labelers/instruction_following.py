@@ -54,7 +54,24 @@ def build_checker(registry: dict, instruction_id: str, kwargs: dict):
         checker.build_description(**kwargs)
     except Exception as exc:  # unknown keyword, unsupported relation or language, ...
         raise ValueError(f"{instruction_id}: bad kwargs {kwargs}: {type(exc).__name__}: {exc}") from exc
+    # A checker given a value it cannot use (letter_frequency's letter "#") silently draws a random one instead:
+    # the label would change from run to run. Every given value must be the one the checker kept.
+    kept = checker.get_instruction_args() or {}
+    for key, value in kwargs.items():
+        if key in kept and not _same_arg(value, kept[key]):
+            raise ValueError(
+                f"{instruction_id}: {key}={value!r} is not a valid value (the checker would use a random one: "
+                f"{kept[key]!r}); fix the constraint"
+            )
     return checker
+
+
+def _same_arg(given, kept) -> bool:
+    if isinstance(given, str) and isinstance(kept, str):
+        return given.strip().lower() == kept.strip().lower()
+    if isinstance(given, list | tuple) and isinstance(kept, list | tuple):
+        return sorted(map(str, given)) == sorted(map(str, kept))
+    return given == kept
 
 
 class InstructionFollowingVerifier:
@@ -66,7 +83,7 @@ class InstructionFollowingVerifier:
     """
 
     name = "instruction_following"
-    version = "1"
+    version = "2"  # 2: a constraint value the checker would replace by a random one is an error
     reads = ("completion", "constraints")
     tasks = ("instruction",)
     Config = InstructionFollowingConfig

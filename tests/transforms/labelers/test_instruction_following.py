@@ -146,3 +146,79 @@ def test_pickle_round_trip():
     copy = pickle.loads(pickle.dumps(LOOSE))
     assert copy.config.mode == "loose"
     assert copy.label(FENCED_JSON, one("detectable_format:json_format")).score == 1.0
+
+
+# One IFEval-style row per instruction id of the registry: valid kwargs, a completion that follows it, and one that
+# does not. NLTK_DATA: the checks that need punkt_tab (not on any package registry these machines reach).
+REGISTRY_ROWS = {
+    "keywords:existence": ({"keywords": ["apple", "pear"]}, "An apple and a pear.", "Only plums."),
+    "keywords:frequency": ({"keyword": "cat", "frequency": 2, "relation": "at least"}, "cat cat", "one cat"),
+    "keywords:forbidden_words": ({"forbidden_words": ["bad"]}, "All good.", "This is bad."),
+    "keywords:letter_frequency": ({"letter": "z", "let_frequency": 2, "let_relation": "at least"}, "zoo zebra", "no"),
+    "language:response_language": ({"language": "en"}, "This is plainly an English sentence.", "Ceci est français."),
+    "length_constraints:number_sentences": ({"num_sentences": 2, "relation": "at least"}, "One. Two.", "One."),
+    "length_constraints:number_paragraphs": ({"num_paragraphs": 2}, "a\n***\nb", "a"),
+    "length_constraints:number_words": ({"num_words": 3, "relation": "less than"}, "two words", "one two three four"),
+    "length_constraints:nth_paragraph_first_word": (
+        {"num_paragraphs": 2, "nth_paragraph": 2, "first_word": "then"},
+        "first\n\nthen more",
+        "first\n\nnow more",
+    ),
+    "detectable_content:number_placeholders": ({"num_placeholders": 1}, "Dear [name],", "Dear you,"),
+    "detectable_content:postscript": ({"postscript_marker": "P.S."}, "Hi.\nP.S. bye", "Hi."),
+    "detectable_format:number_bullet_lists": ({"num_bullets": 2}, "* a\n* b", "* a"),
+    "detectable_format:constrained_response": ({}, "My answer is yes.", "Sure thing."),
+    "detectable_format:number_highlighted_sections": ({"num_highlights": 1}, "*very* nice", "plain"),
+    "detectable_format:multiple_sections": (
+        {"section_spliter": "Section", "num_sections": 2},
+        "Section 1\na\nSection 2\nb",
+        "Section 1\na",
+    ),
+    "detectable_format:json_format": ({}, '{"a": 1}', "not json"),
+    "detectable_format:title": ({}, "<<My Title>>\ntext", "no title"),
+    "combination:two_responses": ({}, "first answer\n******\nsecond answer", "one answer"),
+    "combination:repeat_prompt": ({"prompt_to_repeat": "Say hi"}, "Say hi then hi", "hi"),
+    "startend:end_checker": ({"end_phrase": "Is there anything else?"}, "Done. Is there anything else?", "Done."),
+    "change_case:capital_word_frequency": ({"capital_frequency": 2, "capital_relation": "at least"}, "THE CAT", "x"),
+    "change_case:english_capital": ({}, "ALL CAPITAL ENGLISH TEXT HERE", "Mixed case text"),
+    "change_case:english_lowercase": ({}, "all lowercase english text here", "Not Lowercase"),
+    "punctuation:no_comma": ({}, "no commas here", "a, b"),
+    "startend:quotation": ({}, '"quoted"', "bare"),
+}
+NLTK_DATA = {"length_constraints:number_sentences", "change_case:capital_word_frequency"}
+
+
+def test_the_table_covers_the_registry():
+    from if_verifiable.ifeval.instructions_registry import INSTRUCTION_DICT
+
+    assert set(REGISTRY_ROWS) == set(INSTRUCTION_DICT)
+
+
+@pytest.mark.parametrize("instruction_id", sorted(REGISTRY_ROWS))
+def test_every_instruction_labels_a_follower_and_a_breaker_the_same_every_time(instruction_id):
+    import nltk
+
+    kwargs, follows, breaks = REGISTRY_ROWS[instruction_id]
+    constraints = one(instruction_id, **kwargs)
+    try:
+        nltk.data.find("tokenizers/punkt_tab/english/")
+        has_punkt = True
+    except LookupError:
+        has_punkt = False
+    labels = [STRICT.label(text, constraints) for text in (follows, breaks) for _ in range(3)]
+    if instruction_id in NLTK_DATA and not has_punkt:
+        assert {(lab.verdict, lab.score) for lab in labels} == {("error", None)}  # named, never a guess
+        return
+    assert [lab.score for lab in labels] == [1.0] * 3 + [0.0] * 3, [lab.rationale for lab in labels]
+
+
+@pytest.mark.parametrize(
+    ("instruction_id", "kwargs", "bad"),
+    [
+        ("keywords:letter_frequency", {"letter": "#", "let_frequency": 1, "let_relation": "at least"}, "letter"),
+        ("keywords:letter_frequency", {"letter": "ab", "let_frequency": 1, "let_relation": "at least"}, "letter"),
+    ],
+)
+def test_a_value_the_checker_would_replace_at_random_is_an_error(instruction_id, kwargs, bad):
+    label = STRICT.label("anything", one(instruction_id, **kwargs))
+    assert (label.verdict, label.score) == ("error", None) and f"{bad}=" in label.rationale
