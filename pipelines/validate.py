@@ -34,6 +34,8 @@ from rewardmill.schemas import PAIR_V2, PRM_V1, REWARD_V1, RL_V1, SFT_V1
 from rewardmill.schemas.common import schema_id
 from rewardmill.transforms.validation.dataset_metrics import kept_rewards
 from rewardmill.transforms.validation.folders import REWARDS, read_columns, subfolders
+from rewardmill.transforms.validation.label_qa import label_qa, render_html
+from rewardmill.transforms.validation.label_qa import summary as qa_summary
 from rewardmill.transforms.validation.metrics import compute_metrics
 from rewardmill.transforms.validation.plots import write_plots
 from rewardmill.transforms.validation.suites import SPLIT_CHECK
@@ -41,6 +43,7 @@ from rewardmill.transforms.validation.suites import SPLIT_CHECK
 STAGE = "validate"
 PAIR_SCHEMA = schema_id(PAIR_V2)
 DATA_DOCS = "data_docs"  # the Data Docs site, under --reports
+LABEL_QA_JSON, LABEL_QA_HTML = "label_qa.json", "label_qa.html"  # where the labelers disagree (label_qa.py)
 DOCS_INPUT = "_docs"  # each target's suite and result JSON, under --reports while the stage runs (then removed)
 
 log = logging.getLogger("rewardmill")
@@ -201,10 +204,14 @@ def main(argv: list[str] | None = None) -> None:
     # also checks every input
     metrics = compute_metrics(args.prompts, args.rollouts, args.labels, args.datasets, steps=args.steps)
 
+    qa = label_qa(subfolders(args.labels), args.rollouts, Path(args.datasets) / REWARDS)
+    metrics["label_qa"] = qa_summary(qa)
     with atomic_output(args.reports) as tmp:
         run_pipeline(lambda p: build(p, cfg, found, str(tmp)), load_beam_config())
         reports = [json.loads((tmp / f"{t.name}.json").read_text()) for t in found]
         build_data_docs(tmp)
+        (tmp / LABEL_QA_JSON).write_text(report_json(qa))
+        (tmp / LABEL_QA_HTML).write_text(render_html(qa), encoding="utf-8")
     with atomic_output(args.plots) as tmp:
         write_plots(tmp, *plot_inputs(args.datasets))
     for r in reports:
@@ -226,10 +233,11 @@ def main(argv: list[str] | None = None) -> None:
     }
     write_json_atomic(args.metrics, metrics)
     log.info(
-        "%s: done in %.1fs: reports and Data Docs (%s) in %s, metrics in %s, plots in %s",
+        "%s: done in %.1fs: reports, Data Docs (%s) and label QA (%s) in %s, metrics in %s, plots in %s",
         STAGE,
         time.monotonic() - start,
         DATA_DOCS,
+        LABEL_QA_HTML,
         args.reports,
         args.metrics,
         args.plots,

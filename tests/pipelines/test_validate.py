@@ -68,6 +68,8 @@ def test_valid_project_writes_reports_docs_metrics_plots_and_reruns_identically(
         "plots/length_reward.csv",
         "plots/margins.csv",
         "plots/reward_histogram.csv",
+        "reports/label_qa.html",
+        "reports/label_qa.json",
         *(f"reports/{name}.json" for name in names),
     ]
     pairs = json.loads(first["reports/pairs.json"])
@@ -83,6 +85,7 @@ def test_valid_project_writes_reports_docs_metrics_plots_and_reruns_identically(
         assert f"{DOCS}/validations/{name}/{RUN}/rewardmill-{name}.html" in first
 
     metrics = json.loads(first["metrics/validate.json"])
+    assert json.loads(first["reports/label_qa.json"])["gates"] == ["math_answer"] and "label_qa" in metrics
     assert metrics["validation"] == dict.fromkeys(names, {"success": True, "failed_expectations": 0})
     assert metrics["datasets"]["pairs"]["count"] == len(PAIRS) and metrics["rollouts"]["pass_rate"] == 0.5
     assert metrics["rl"]["rl"]["rows"] == len(RL_ROWS) and metrics["rewards"]["length_correlation"]["n"] == 4
