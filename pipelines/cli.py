@@ -44,7 +44,25 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{name:10s} {doc}")
         return 0
     importlib.import_module(STAGES[args.stage]).main(args.args)
+    if args.stage == "steps":
+        _exit_now()
     return 0
+
+
+def _exit_now() -> None:
+    """End a finished steps stage without interpreter teardown. Its outputs are written and renamed into place by
+    now, but in `dvc repro` the process sometimes aborted at exit ("terminate called without an active exception",
+    exit -6: a native thread still joinable at teardown), which DVC reports as a failed stage. A vLLM engine is shut
+    down first, so no engine process outlives the stage."""
+    import logging
+    import os
+
+    if "rewardmill.transforms.sampling.vllm_engine" in sys.modules:
+        sys.modules["rewardmill.transforms.sampling.vllm_engine"].shutdown_engines()
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 if __name__ == "__main__":
