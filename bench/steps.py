@@ -140,7 +140,7 @@ def select_rollouts(args) -> list[dict]:
 
 
 def bench_model(args) -> None:
-    from rewardmill.transforms.judges.transformers_client import local_model_id
+    from rewardmill.transforms.sampling.policy import model_identity
     from rewardmill.transforms.steps.continuations import (
         CachedContinuer,
         ContinuationSampling,
@@ -152,7 +152,7 @@ def bench_model(args) -> None:
     if not rollouts:
         raise SystemExit("no math rollouts with a reference and >= 2 steps")
     sampling = ContinuationSampling(max_new_tokens=args.max_new_tokens, batch_size=args.batch_size, seed=args.seed)
-    fingerprint = local_model_id(args.model)
+    fingerprint = model_identity(args.model)
     results, firsts = {}, {}
     for (name, _), method in zip(METHODS, ("mc", "binary_search"), strict=True):
         config = StepsConfig(

@@ -20,11 +20,6 @@ from rewardmill.transforms.sampling.transformers_backend import LoadedPolicy, ch
 log = logging.getLogger("rewardmill")
 
 
-def local_model_id(model: str, dtype: str = "float32") -> str:
-    """The content fingerprint of a local HF folder (see policy.model_identity)."""
-    return model_identity(model, dtype)
-
-
 def request_digest(request: JudgeRequest) -> str:
     """What a sample's seed depends on besides (seed, index): the conversation's content."""
     return hashlib.sha256(json.dumps(request.messages, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
@@ -47,7 +42,7 @@ class TransformersJudgeClient:
     def __init__(self, config: BackendConfig, device: str = "cpu"):
         self.config = config
         self.device = device
-        self.model_id = local_model_id(config.model, config.dtype)
+        self.model_id = model_identity(config.model, config.dtype)
         self._policy: LoadedPolicy | None = None
         self._usage = self._zero_usage()
 

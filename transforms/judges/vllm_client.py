@@ -11,8 +11,9 @@ the request alone, never of its batch mates: what the call cache and reruns rely
 import logging
 
 from rewardmill.transforms.judges.client import BackendConfig, Completion, JudgeRequest, JudgeResponse, TokenLogprob
-from rewardmill.transforms.judges.transformers_client import local_model_id, request_digest
+from rewardmill.transforms.judges.transformers_client import request_digest
 from rewardmill.transforms.sampling.params import prompt_seed
+from rewardmill.transforms.sampling.policy import model_identity
 from rewardmill.transforms.sampling.transformers_backend import chat_texts
 
 log = logging.getLogger("rewardmill")
@@ -36,7 +37,7 @@ class VLLMJudgeClient:
     def __init__(self, config: BackendConfig):
         self.config = config
         # vLLM's kernels give other numbers than transformers': its judgments are cached apart.
-        self.model_id = f"vllm|{local_model_id(config.model, config.dtype)}"
+        self.model_id = f"vllm|{model_identity(config.model, config.dtype)}"
         self._llm = None
         self._usage = self._zero_usage()
 

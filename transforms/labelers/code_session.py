@@ -31,11 +31,10 @@ class SessionResult:
 
 
 class _Pipe:
-    """One side of the relay: line buffering in, a write queue out."""
+    """Bytes read from one process's stdout that do not yet end a line."""
 
     def __init__(self):
         self.lines = bytearray()
-        self.queue = bytearray()
 
 
 def run_session(

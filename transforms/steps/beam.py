@@ -6,7 +6,7 @@ import apache_beam as beam
 
 from rewardmill.pipelines.stage import reject
 from rewardmill.transforms.io.progress import Progress
-from rewardmill.transforms.judges.transformers_client import local_model_id
+from rewardmill.transforms.sampling.policy import model_identity
 from rewardmill.transforms.steps.continuations import (
     CachedContinuer,
     TransformersContinuer,
@@ -53,7 +53,7 @@ class LabelStepChunks(beam.DoFn):
             else:
                 inner = TransformersContinuer(self.model_dir, cfg.continuation, cfg.k, self.device)
             cache = f"{self.cache_dir}/continuations" if self.cache_dir else None
-            continuer = CachedContinuer(inner, cache, local_model_id(self.model_dir))
+            continuer = CachedContinuer(inner, cache, model_identity(self.model_dir))
         judge = (
             make_judge_client(cfg, f"{self.cache_dir}/calls" if self.cache_dir else None) if cfg.uses_judge else None
         )

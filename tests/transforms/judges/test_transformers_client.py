@@ -6,8 +6,7 @@ import pickle
 import pytest
 
 from rewardmill.transforms.judges.client import JudgeRequest, Sampling
-from rewardmill.transforms.judges.transformers_client import local_model_id
-from rewardmill.transforms.sampling.policy import FINGERPRINT_FILE, read_policy_info
+from rewardmill.transforms.sampling.policy import FINGERPRINT_FILE, model_identity, read_policy_info
 
 RATE = "Rate the answer '4' to 'What is 2+2?' from 1 to 5. Reply with one digit."
 SHORT = Sampling(max_tokens=6)
@@ -108,10 +107,10 @@ def test_pickles_without_the_model_and_reloads_lazily(local_judge):
 
 def test_model_id_is_the_folder_fingerprint(policy_dir, tmp_path):
     fingerprint = read_policy_info(policy_dir).fingerprint
-    assert local_model_id(str(policy_dir)) == fingerprint
+    assert model_identity(str(policy_dir)) == fingerprint
     for path in policy_dir.iterdir():  # the same files without rewardmill_policy.json: fingerprinted directly
         if path.name != FINGERPRINT_FILE:
             (tmp_path / path.name).symlink_to(path)
-    assert local_model_id(str(tmp_path)) == fingerprint
-    assert local_model_id(str(policy_dir), "bfloat16") == f"{fingerprint}|bfloat16"  # dtype changes judgments
-    assert local_model_id("HuggingFaceTB/SmolLM2-135M-Instruct") == "HuggingFaceTB/SmolLM2-135M-Instruct"
+    assert model_identity(str(tmp_path)) == fingerprint
+    assert model_identity(str(policy_dir), "bfloat16") == f"{fingerprint}|bfloat16"  # dtype changes judgments
+    assert model_identity("HuggingFaceTB/SmolLM2-135M-Instruct") == "HuggingFaceTB/SmolLM2-135M-Instruct"

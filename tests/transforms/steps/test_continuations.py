@@ -4,7 +4,7 @@ import pickle
 
 import pytest
 
-from rewardmill.transforms.judges.transformers_client import local_model_id
+from rewardmill.transforms.sampling.policy import model_identity
 from rewardmill.transforms.steps.continuations import (
     CachedContinuer,
     ContinuationSampling,
@@ -34,7 +34,7 @@ def test_seeded_per_request_and_independent_of_batch_mates(policy_dir):
 
 
 def test_cache_makes_a_rerun_generate_nothing(policy_dir, tmp_path):
-    fingerprint = local_model_id(str(policy_dir))
+    fingerprint = model_identity(str(policy_dir))
     first = CachedContinuer(TransformersContinuer(str(policy_dir), SAMPLING, k=2), str(tmp_path), fingerprint)
     requests = [request("r1:0", "Tom starts with 3 apples."), request("r1:1", "Tom starts with 3 apples. He buys 4.")]
     texts = first.continue_many(requests)
@@ -66,7 +66,7 @@ def test_vllm_continuations_are_seeded_per_request_cached_and_continue_the_prefi
     copy = pickle.loads(pickle.dumps(continuer))
     assert copy._llm is None and copy.continue_many([target]) == alone
 
-    fingerprint = local_model_id(str(policy_dir))
+    fingerprint = model_identity(str(policy_dir))
     cached = CachedContinuer(continuer, str(tmp_path), fingerprint)
     assert cached.continue_many([target]) == alone and cached.generated == 2
     cached.close()
