@@ -32,6 +32,7 @@ import pyarrow.compute as pc
 from rewardmill.pipelines.config import ConfigError, load_section, read_params
 from rewardmill.pipelines.stage import (
     StageTimer,
+    absolute,
     atomic_output,
     load_beam_config,
     reject,
@@ -376,6 +377,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--steps", default="data/steps", help="folder holding one subfolder per steps labeler")
     parser.add_argument("--out", default="data/datasets")
     args = parser.parse_args(argv)
+    for name in ("rollouts", "labels", "steps", "out"):  # workers on a cluster run in other directories
+        setattr(args, name, absolute(getattr(args, name)))
     setup_logging()
     cfg = load_section(AssembleConfig, STAGE)
     # Only the labelers in params count: DVC does not delete the outputs of a labeler removed from params.

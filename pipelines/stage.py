@@ -39,6 +39,22 @@ class BeamConfig:
     runner: str = "FnApiRunner"  # in-process; DirectRunner would first try to download Prism
     direct_num_workers: int = 1  # FnApiRunner parallelism; >1 uses multi-process workers
     options: tuple[str, ...] = ()  # extra pipeline flags for other runners, e.g. ["--dask_gateway=..."]
+    dask_client_address: str | None = None  # DaskRunner: the scheduler, e.g. tcp://10.0.0.5:8786
+    dask_scheduler_file: str | None = None  # DaskRunner: or the scheduler file `dask scheduler` wrote
+
+
+# Runner names Beam does not know by itself -> the class that runs them (Beam's own Dask runner loses rows: see
+# pipelines/dask_runner.py, which is also what its full path selects).
+RUNNERS = {
+    "DaskRunner": "rewardmill.pipelines.dask_runner.DaskRunner",
+    "apache_beam.runners.dask.dask_runner.DaskRunner": "rewardmill.pipelines.dask_runner.DaskRunner",
+}
+
+
+def absolute(path: str) -> str:
+    """A local path made absolute (workers of a cluster runner run in other working directories); a URL
+    (s3://, gs://, ...) as given."""
+    return path if "://" in path else str(Path(path).resolve())
 
 
 def load_beam_config() -> BeamConfig:
@@ -46,7 +62,11 @@ def load_beam_config() -> BeamConfig:
 
 
 def pipeline_options(cfg: BeamConfig) -> PipelineOptions:
-    flags = [f"--runner={cfg.runner}", *cfg.options]
+    flags = [f"--runner={RUNNERS.get(cfg.runner, cfg.runner)}", *cfg.options]
+    if cfg.dask_client_address:
+        flags.append(f"--dask_client_address={cfg.dask_client_address}")
+    if cfg.dask_scheduler_file:
+        flags.append(f"--dask_scheduler_file={cfg.dask_scheduler_file}")
     if cfg.runner in ("FnApiRunner", "DirectRunner"):
         flags.append(f"--direct_num_workers={cfg.direct_num_workers}")
         if cfg.direct_num_workers > 1:
