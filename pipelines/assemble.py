@@ -15,7 +15,6 @@ not a Python dict per row, and buckets spread over workers on a distributed runn
 
 import argparse
 import dataclasses
-import json
 import logging
 import shutil
 from collections import Counter
@@ -30,9 +29,17 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from rewardmill.pipelines.config import ConfigError, load_section, read_params
+from rewardmill.pipelines.conservation import (
+    ConservationError,
+    distinct_ids,
+    id_frame,
+    reconcile,
+    reject_rows,
+    shard_rows,
+)
 from rewardmill.pipelines.stage import (
     StageTimer,
-    absolute,
+    absolute_args,
     atomic_output,
     load_beam_config,
     reject,
@@ -65,6 +72,7 @@ from rewardmill.transforms.aggregate.rl import RlConfig
 from rewardmill.transforms.aggregate.sft import SftConfig
 from rewardmill.transforms.filters.contamination import load_benchmarks
 from rewardmill.transforms.io.frames import frame_to_table
+from rewardmill.transforms.io.json_file import WriteJson, pop_json
 from rewardmill.transforms.io.parquet import ReadStageOutput, WriteSortedParquet
 from rewardmill.transforms.io.tables import (
     ReadStageTables,
@@ -226,14 +234,6 @@ def sum_counts(counts: Iterable[dict[str, int]]) -> dict[str, int]:
     return dict(sorted(total.items()))
 
 
-class WriteJson(beam.DoFn):
-    def __init__(self, path: str):
-        self.path = path
-
-    def process(self, obj):
-        Path(self.path).write_text(json.dumps(obj, indent=2, sort_keys=True) + "\n")
-
-
 class MakePrmRows(beam.DoFn):
     """(rollout_id, {rollouts, steps}) -> one PRM_V1 row per steps labeler that labeled the rollout.
 
@@ -353,12 +353,59 @@ def build(
     _ = (
         results[COUNTS]
         | "Sum counts" >> beam.CombineGlobally(sum_counts)
-        | "Write counts" >> beam.ParDo(WriteJson(str(Path(out_dir) / COUNTS_FILE)))
+        | "Write counts" >> beam.ParDo(WriteJson(f"{out_dir}/{COUNTS_FILE}"))
     )
     if steps_dirs:
         rollout_tables = p | "Read rollouts" >> ReadStageTables(rollouts_dir, ROLLOUT_V2, list(ROLLOUT_COLUMNS))
         _ = rollout_tables | "PRM" >> AssemblePrm(
             steps_dirs, str(Path(out_dir) / "prm"), cfg.prm_truncate_after_error, cfg.num_shards
+        )
+
+
+def check_conservation(
+    out: Path, counts: dict[str, int], rollouts_dir: str, label_dirs: list[str], steps_dirs: list[str]
+) -> None:
+    """The buckets saw every rollout and label, and every output holds what they made: `_rewards` a row per
+    rollout; `rl` and `sft` a row or a reject per prompt; `pairs` the pairs written; `prm` a row or a reject per
+    (steps labeler, labeled rollout)."""
+    rollouts = shard_rows(rollouts_dir)
+    labels = sum(shard_rows(d) for d in label_dirs)
+    prompts = distinct_ids(rollouts_dir, ["prompt_id"])
+    reconcile(STAGE, inputs=rollouts, outputs=counts.get("rollouts", 0), rejects=0, unit="rollouts in the buckets")
+    reconcile(STAGE, inputs=labels, outputs=counts.get("labels", 0), rejects=0, unit="labels in the buckets")
+    reconcile(STAGE, inputs=prompts, outputs=counts.get("prompts", 0), rejects=0, unit="prompts in the buckets")
+    rewards = distinct_ids(str(out / "_rewards"), ["rollout_id"])
+    reconcile(f"{STAGE} _rewards", inputs=rollouts, outputs=rewards, rejects=0, unit="rollouts")
+    for name in ("rl", "sft"):
+        rows = distinct_ids(str(out / name), ["prompt_id"])
+        reconcile(
+            f"{STAGE} {name}",
+            inputs=prompts,
+            outputs=rows,
+            rejects=reject_rows(str(out / name)),
+            unit="prompts",
+            allow_empty=True,
+        )
+    pairs = distinct_ids(str(out / "pairs"), ["pair_id"])
+    reconcile(
+        f"{STAGE} pairs",
+        inputs=counts.get("pairs_written", 0),
+        outputs=pairs,
+        rejects=0,
+        unit="pairs",
+        allow_empty=True,
+    )
+    if steps_dirs:
+        frames = [id_frame(d, ["rollout_id", "labeler"]) for d in steps_dirs]
+        labeled = sum(f.unique().height for f in frames)
+        prm = distinct_ids(str(out / "prm"), ["rollout_id", "labeler"])
+        reconcile(
+            f"{STAGE} prm",
+            inputs=labeled,
+            outputs=prm,
+            rejects=reject_rows(str(out / "prm")),
+            unit="(steps labeler, rollout) pairs",
+            allow_empty=True,
         )
 
 
@@ -376,9 +423,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--labels", default="data/labels", help="folder holding one subfolder per labeler")
     parser.add_argument("--steps", default="data/steps", help="folder holding one subfolder per steps labeler")
     parser.add_argument("--out", default="data/datasets")
-    args = parser.parse_args(argv)
-    for name in ("rollouts", "labels", "steps", "out"):  # workers on a cluster run in other directories
-        setattr(args, name, absolute(getattr(args, name)))
+    args = absolute_args(parser.parse_args(argv), "rollouts", "labels", "steps", "out")
     setup_logging()
     cfg = load_section(AssembleConfig, STAGE)
     # Only the labelers in params count: DVC does not delete the outputs of a labeler removed from params.
@@ -402,9 +447,9 @@ def main(argv: list[str] | None = None) -> None:
             (tmp / "prm").mkdir()
         run_pipeline(lambda p: build(p, cfg, args.rollouts, label_dirs, str(tmp), steps_dirs), load_beam_config())
         shutil.rmtree(tmp / SCRATCH, ignore_errors=True)
-        counts_path = tmp / COUNTS_FILE
-        counts = json.loads(counts_path.read_text()) if counts_path.exists() else {}
-        counts_path.unlink(missing_ok=True)
+        counts = pop_json(str(tmp / COUNTS_FILE))
+        if counts is None:
+            raise ConservationError(f"{STAGE}: the runner did not run the buckets' counts; nothing was written")
         if cfg.pairs.balance_length:
             pairs_sink = TableSink(str(tmp / "pairs"), PAIR_V2, OUTPUTS["pairs"][1], cfg.num_shards)
             rejects_sink = TableSink(str(tmp / "pairs" / "_rejects"), REJECT_V1, REJECT_KEY)
@@ -412,6 +457,7 @@ def main(argv: list[str] | None = None) -> None:
             if moved:
                 counts["pairs_dropped"] = counts.get("pairs_dropped", 0) + moved
                 counts["pairs_written"] = counts.get("pairs_written", 0) - moved
+        check_conservation(tmp, counts, args.rollouts, label_dirs, steps_dirs)
         inputs = {"rollouts": args.rollouts, **{f"labels/{n}": d for n, d in zip(names, label_dirs, strict=True)}}
         common = {"labelers": names, "labeler_versions": labeler_versions(tmp / "_rewards"), "counts": counts}
         manifests = {}

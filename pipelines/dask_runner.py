@@ -10,8 +10,14 @@ Each loses rows silently, so a stage on the plain runner can exit 0 with empty o
 3. Outputs a DoFn emits in `finish_bundle` (ours flush their worker threads there) are dropped: the bundle's
    results are taken before `finish_bundle` runs. `_run_bundle` takes them after.
 Everything else is Beam's: the same translations for the other transforms, options and result.
+
+Two things a stage's driver has and remote workers lack are carried over: its working directory (params name folders
+relative to the DVC project, such as a judge's `models/policy`; a bundle runs there when the worker sees that folder,
+that is when the project is on a mount every worker shares) and its offline settings (`OFFLINE_ENV`: nothing may
+download weights on a worker either).
 """
 
+import os
 from functools import partial
 
 import apache_beam
@@ -34,10 +40,58 @@ def _untag(item):
     return item.value if isinstance(item, pvalue.TaggedOutput) else item
 
 
+OFFLINE_ENV = ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE", "TOKENIZERS_PARALLELISM")
+
+
+def _set_env(env: dict[str, str]) -> None:
+    os.environ.update(env)
+
+
+def _is_daemon() -> bool:
+    import multiprocessing
+
+    return multiprocessing.current_process().daemon
+
+
+class DaskSetupError(SystemExit):
+    """The cluster cannot run the stage; says what to change. Raised before any work."""
+
+
+def connect(dask_options: dict):
+    """A client of the cluster the options name (a new local one when none is named), checked: reachable, and its
+    workers may start child processes (math-verify's timeout helper needs one; Dask starts workers as daemonic
+    processes, which may not)."""
+    import dask
+    import dask.distributed as ddist
+
+    where = dask_options.get("address") or dask_options.get("scheduler_file") or "a new local cluster"
+    try:
+        with dask.config.set({"distributed.worker.daemon": False}):  # a local cluster the client starts itself
+            client = ddist.Client(**dask_options)
+    except (OSError, TimeoutError, ValueError) as exc:
+        raise DaskSetupError(
+            f"beam.runner DaskRunner: cannot reach the Dask scheduler at {where} ({type(exc).__name__}: {exc}). Start "
+            "it (`dask scheduler`) or fix beam.dask_client_address / beam.dask_scheduler_file"
+        ) from exc
+    daemonic = sorted(w for w, daemon in client.run(_is_daemon).items() if daemon)
+    if daemonic:
+        client.close()
+        raise DaskSetupError(
+            f"beam.runner DaskRunner: workers {daemonic} of {where} are daemonic processes, which cannot start child "
+            "processes (math-verify's timeout helper needs one). Start them with "
+            "DASK_DISTRIBUTED__WORKER__DAEMON=False in their environment (or dask.config.set("
+            "{'distributed.worker.daemon': False}) before a LocalCluster)"
+        )
+    return client
+
+
 def _run_bundle(items, spec):
-    """One Dask partition through a DoFn, setup to teardown: main outputs as plain values, tagged ones as
-    TaggedOutput(tag, value); everything emitted, `finish_bundle` included."""
-    fn, args, kwargs, label, window_fn, side_inputs = spec
+    """One Dask partition through a DoFn, setup to teardown, in the driver's working directory when this worker
+    sees it: main outputs as plain values, tagged ones as TaggedOutput(tag, value); everything emitted,
+    `finish_bundle` included."""
+    fn, args, kwargs, label, window_fn, side_inputs, cwd = spec
+    if os.path.isdir(cwd):
+        os.chdir(cwd)
     receivers = ops.OneReceiver()  # a fresh one per bundle: nothing carries over between partitions
     handler = _OutputHandler(
         window_fn=window_fn,
@@ -78,7 +132,7 @@ class _ParDo(ops.DaskBagOp):
         args, kwargs = transform.raw_side_inputs
         main_input = next(iter(self.applied.main_inputs.values()))
         window_fn = main_input.windowing.windowfn if hasattr(main_input, "windowing") else None
-        spec = (transform.fn, list(args), kwargs, transform.label, window_fn, side_inputs)
+        spec = (transform.fn, list(args), kwargs, transform.label, window_fn, side_inputs, os.getcwd())
         return input_bag.map(ops.get_windowed_value, window_fn).map_partitions(_run_bundle, spec)
 
 
@@ -131,14 +185,15 @@ class DaskRunner(upstream.DaskRunner):
         return _Visitor(bag_kwargs or {})
 
     def run_pipeline(self, pipeline, options):
-        import dask
-        import dask.distributed as ddist
 
         dask_options = options.view_as(upstream.DaskOptions).get_all_options(drop_default=True, current_only=True)
         bag_kwargs = upstream.DaskOptions._extract_bag_kwargs(dask_options)
-        client = ddist.Client(**dask_options)
+        client = connect(dask_options)
+        client.run(_set_env, {k: os.environ[k] for k in OFFLINE_ENV if k in os.environ})
         pipeline.replace_all(upstream.dask_overrides())
         visitor = self.to_dask_bag_visitor(bag_kwargs)
         pipeline.visit(visitor)
-        futures = client.compute(list(dask.optimize(*visitor.leaves())))
+        # one graph for every sink, optimized together (optimizing each sink's graph apart, as dask.optimize does,
+        # fuses a shared step differently per sink, and the scheduler then sees one key with two specs)
+        futures = client.compute(visitor.leaves(), optimize_graph=True)
         return upstream.DaskRunnerResult(client, futures)

@@ -6,19 +6,20 @@ judge, a panel's agreement, ...) and this run's judge calls and tokens (Beam cou
 """
 
 import argparse
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import apache_beam as beam
+import polars as pl
 
 from rewardmill.pipelines.config import from_dict, load_section
+from rewardmill.pipelines.conservation import ConservationError, id_frame, labeled_or_rejected, reconcile, shard_rows
 from rewardmill.pipelines.stage import (
     StageTimer,
+    absolute_args,
     atomic_output,
     counter_totals,
     load_beam_config,
-    read_manifest,
     run_pipeline,
     setup_logging,
     write_json_atomic,
@@ -26,6 +27,7 @@ from rewardmill.pipelines.stage import (
     write_rejects,
 )
 from rewardmill.schemas import LABEL_V1, ROLLOUT_V2
+from rewardmill.transforms.io.json_file import WriteJson, pop_json
 from rewardmill.transforms.io.parquet import ReadStageOutput, WriteSortedParquet
 from rewardmill.transforms.labelers import get_labeler_class
 from rewardmill.transforms.labelers.beam import NOT_APPLICABLE, REJECTED, USAGE_NAMESPACE, LabelAll, LabelRollouts
@@ -78,13 +80,34 @@ def build(
         labeled[NOT_APPLICABLE]
         | "Task of routed rows" >> beam.Map(lambda item: item[0] or "unknown")
         | "Count by task" >> beam.combiners.Count.PerElement()
-        | "All counts" >> beam.combiners.ToList()
-        | "Write counts" >> beam.Map(_write_not_applicable, str(Path(out_dir) / NOT_APPLICABLE_FILE))
+        | "All counts" >> beam.combiners.ToDict()
+        | "Write counts" >> beam.ParDo(WriteJson(f"{out_dir}/{NOT_APPLICABLE_FILE}"))
     )
 
 
-def _write_not_applicable(counts: list[tuple[str, int]], path: str) -> None:
-    Path(path).write_text(json.dumps(dict(sorted(counts)), sort_keys=True) + "\n")
+def check_not_all_errors(stage: str, out_dir: str) -> None:
+    """A labeler that scored nothing and raised on some rows (a missing helper, a broken environment: every row it
+    tried) fails the stage instead of handing assemble a column of errors and abstentions."""
+    labels = id_frame(out_dir, ["score", "verdict", "rationale"])
+    errors = labels.filter(pl.col("verdict") == "error")
+    if errors.height and labels["score"].is_null().all():
+        raise ConservationError(
+            f"{stage}: no label has a score and {errors.height} of {labels.height} are errors; nothing was written. "
+            f"First: {errors['rationale'][0]}"
+        )
+
+
+def check_conservation(stage: str, out_dir: str, rollouts: int, not_applicable: dict[str, int]) -> None:
+    """Every rollout has labels, a reject, or a task this labeler does not handle."""
+    labeled, rejected = labeled_or_rejected(out_dir)
+    reconcile(
+        stage,
+        inputs=rollouts,
+        outputs=labeled,
+        rejects=rejected,
+        not_applicable=sum(not_applicable.values()),
+        unit="rollouts",
+    )
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -95,25 +118,26 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--cache", default=None, help="per-record label cache folder (kept across runs)")
     parser.add_argument("--cache-flush-every", type=int, default=64, help="labels per cache segment file")
     parser.add_argument("--metrics", default=None, help="write the stage's DVC metrics JSON here")
-    args = parser.parse_args(argv)
+    args = absolute_args(parser.parse_args(argv), "rollouts", "out", "cache")
     setup_logging()
     params = load_section(LabelerParams, "labelers", key=args.name)
     cls, _ = resolve(args.name, params)  # fail on a bad labeler config before any work
     out = args.out or f"data/labels/{args.name}"
-    total = read_manifest(args.rollouts)["rows"] if (Path(args.rollouts) / "_manifest.json").exists() else None
-    timer = StageTimer(f"label@{args.name}")
+    total = shard_rows(args.rollouts)  # every one is accounted for (check_conservation)
+    stage = f"label@{args.name}"
+    timer = StageTimer(stage)
     with atomic_output(out) as tmp:
         result = run_pipeline(
             lambda p: build(p, args.name, params, args.rollouts, str(tmp), args.cache, args.cache_flush_every, total),
             load_beam_config(),
         )
-        not_applicable_path = tmp / NOT_APPLICABLE_FILE
-        not_applicable = json.loads(not_applicable_path.read_text()) if not_applicable_path.exists() else {}
-        not_applicable_path.unlink(missing_ok=True)
+        not_applicable = dict(sorted((pop_json(str(tmp / NOT_APPLICABLE_FILE)) or {}).items()))
+        check_conservation(stage, str(tmp), total, not_applicable)
+        check_not_all_errors(stage, str(tmp))
         stats = label_stats(tmp, cls)  # the labeler's own summary (e.g. which sandbox ran code) goes in the manifest
         manifest = write_manifest(
             tmp,
-            stage=f"label@{args.name}",
+            stage=stage,
             schema=LABEL_V1,
             config=params,
             inputs={"rollouts": args.rollouts},

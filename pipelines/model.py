@@ -6,8 +6,9 @@ from dataclasses import dataclass
 import apache_beam as beam
 
 from rewardmill.pipelines.config import load_section
+from rewardmill.pipelines.conservation import ConservationError
 from rewardmill.pipelines.stage import StageTimer, atomic_output, load_beam_config, run_pipeline, setup_logging
-from rewardmill.transforms.sampling.policy import materialize
+from rewardmill.transforms.sampling.policy import FINGERPRINT_FILE, materialize
 
 
 @dataclass(frozen=True)
@@ -43,6 +44,13 @@ def main(argv: list[str] | None = None) -> None:
             ),
             load_beam_config(),
         )
+        # the folder must be where the driver (and DVC) sees it: on a cluster, out must be on storage every worker
+        # shares
+        if not (tmp / FINGERPRINT_FILE).exists():
+            raise ConservationError(
+                f"model: the runner wrote no model to {tmp}; on a cluster runner, --out must be on a mount the "
+                "workers share with this machine"
+            )
     timer.done({"rows": 1})
 
 

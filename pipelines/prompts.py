@@ -8,6 +8,7 @@ from typing import Any
 import apache_beam as beam
 
 from rewardmill.pipelines.config import ConfigError, load_section
+from rewardmill.pipelines.conservation import ConservationError, distinct_ids, reconcile, reject_rows
 from rewardmill.pipelines.stage import (
     StageTimer,
     atomic_output,
@@ -19,12 +20,14 @@ from rewardmill.pipelines.stage import (
     write_rejects,
 )
 from rewardmill.schemas import PROMPT_V1
+from rewardmill.transforms.io.json_file import WriteJson, pop_json
 from rewardmill.transforms.io.parquet import WriteSortedParquet
 from rewardmill.transforms.sources.normalize import RecordError, normalize
 from rewardmill.transforms.sources.registry import default_task, parse_source
 
 STAGE = "prompts"
 REJECTED = "rejected"
+RECORDS_FILE = "_records.json"  # how many source records the pipeline read (main() reconciles and deletes it)
 
 
 @dataclass(frozen=True)
@@ -94,12 +97,13 @@ class Dedup(beam.DoFn):
 def build(p, cfg: PromptsConfig, out_dir: str) -> None:
     from pathlib import Path
 
-    normalized = (
-        p
-        | "Sources" >> beam.Create(cfg.parsed_sources())
-        | "Read sources" >> beam.ParDo(ReadSource())
-        | "Normalize" >> beam.ParDo(Normalize(cfg.test_fraction)).with_outputs(REJECTED, main="rows")
+    records = p | "Sources" >> beam.Create(cfg.parsed_sources()) | "Read sources" >> beam.ParDo(ReadSource())
+    _ = (
+        records
+        | "Count records" >> beam.combiners.Count.Globally()
+        | "Write record count" >> beam.ParDo(WriteJson(f"{out_dir}/{RECORDS_FILE}"))
     )
+    normalized = records | "Normalize" >> beam.ParDo(Normalize(cfg.test_fraction)).with_outputs(REJECTED, main="rows")
     deduped = (
         normalized.rows
         | "Group by prompt_id" >> beam.GroupByKey()
@@ -126,6 +130,17 @@ def main(argv: list[str] | None = None) -> None:
     timer = StageTimer(STAGE)
     with atomic_output(args.out) as tmp:
         run_pipeline(lambda p: build(p, cfg, str(tmp)), load_beam_config())
+        records = pop_json(str(tmp / RECORDS_FILE))
+        if records is None:
+            raise ConservationError(f"{STAGE}: the runner did not run the record count; nothing was written")
+        # every source record is a prompt or a reject (invalid, duplicate, ...)
+        reconcile(
+            STAGE,
+            inputs=records,
+            outputs=distinct_ids(str(tmp), ["prompt_id"]),
+            rejects=reject_rows(str(tmp)),
+            unit="source records",
+        )
         manifest = write_manifest(tmp, stage=STAGE, schema=PROMPT_V1, config=cfg)
     timer.done(manifest)
 

@@ -10,9 +10,11 @@ import apache_beam as beam
 from apache_beam.ml.inference.base import RunInference
 
 from rewardmill.pipelines.config import load_section
+from rewardmill.pipelines.conservation import ConservationError, distinct_ids, id_frame, reconcile
 from rewardmill.pipelines.stage import (
     REJECTS_DIR,
     StageTimer,
+    absolute_args,
     atomic_output,
     counter_totals,
     load_beam_config,
@@ -151,6 +153,16 @@ def _failed_rejects(failure, policy: str | None):
             yield reject(STAGE, row_id, "generation_error", f"{type(exc).__name__}: {exc}")
 
 
+def check_conservation(out_dir: str, prompts: int, members: int, n: int, failed: int) -> None:
+    """Every (prompt, policy) has its n samples or one generation_error reject; fails naming the count otherwise."""
+    sampled = distinct_ids(out_dir, ["prompt_id", "policy"])
+    reconcile(STAGE, inputs=prompts * members, outputs=sampled, rejects=failed, unit="(prompt, policy) pairs")
+    rows = id_frame(out_dir, ["rollout_id"])
+    reconcile(STAGE, inputs=sampled * n, outputs=rows["rollout_id"].n_unique(), rejects=0, unit="samples")
+    if rows.height != sampled * n:
+        raise ConservationError(f"{STAGE}: {rows.height - sampled * n} duplicated rollouts; nothing was written")
+
+
 def policies_record(members: list[Member]) -> dict[str, dict]:
     """The manifest's `policies`: name -> fingerprint, source, backend, model folder (what steps and export read)."""
     return {
@@ -170,7 +182,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--model", default="models/policy")
     parser.add_argument("--out", default="data/rollouts")
     parser.add_argument("--cache", default=None, help="rollout cache folder, kept across runs (off when unset)")
-    args = parser.parse_args(argv)
+    args = absolute_args(parser.parse_args(argv), "prompts", "model", "out", "cache")
     setup_logging()
     cfg = load_section(RolloutsConfig, STAGE)
     try:
@@ -205,6 +217,7 @@ def main(argv: list[str] | None = None) -> None:
                 f"finished are in the rollouts cache ({args.cache or 'off: pass --cache'}): fix the cause and rerun "
                 "to resume"
             )
+        check_conservation(str(tmp), total, len(members), cfg.n, sum(manifest["rejects"].values()))
     # Cache use goes to the log, not the manifest: the output must not depend on what was cached.
     counts = counter_totals(result, COUNTERS)
     if counts:

@@ -42,6 +42,11 @@ class BeamConfig:
     dask_client_address: str | None = None  # DaskRunner: the scheduler, e.g. tcp://10.0.0.5:8786
     dask_scheduler_file: str | None = None  # DaskRunner: or the scheduler file `dask scheduler` wrote
 
+    def __post_init__(self):
+        check_runner(self.runner)
+        if self.direct_num_workers < 1:
+            raise ValueError(f"direct_num_workers must be >= 1, got {self.direct_num_workers}")
+
 
 # Runner names Beam does not know by itself -> the class that runs them (Beam's own Dask runner loses rows: see
 # pipelines/dask_runner.py, which is also what its full path selects).
@@ -51,10 +56,42 @@ RUNNERS = {
 }
 
 
+def check_runner(name: str) -> None:
+    """A runner Beam (or RUNNERS) knows by name, or an importable module's class; else a clear error before any
+    work (Beam itself would fail only when the first pipeline is built)."""
+    import importlib.util
+
+    from apache_beam.runners.runner import _RUNNER_MAP
+
+    name = RUNNERS.get(name, name)
+    if name.lower() in _RUNNER_MAP or f"{name.lower()}runner" in _RUNNER_MAP:
+        return
+    module = name.rpartition(".")[0]
+    try:
+        found = bool(module) and importlib.util.find_spec(module) is not None
+    except ModuleNotFoundError:
+        found = False
+    if not found:
+        short = {path.rpartition(".")[2] for path in _RUNNER_MAP.values() if "Test" not in path} | {"DaskRunner"}
+        raise ValueError(
+            f"runner {name!r} is not a Beam runner: use one of {sorted(short)} or the full path of a PipelineRunner "
+            "class"
+        )
+
+
 def absolute(path: str) -> str:
     """A local path made absolute (workers of a cluster runner run in other working directories); a URL
     (s3://, gs://, ...) as given."""
     return path if "://" in path else str(Path(path).resolve())
+
+
+def absolute_args(args, *names: str):
+    """`args` (argparse) with the paths `names` made absolute (see `absolute`); None stays None."""
+    for name in names:
+        value = getattr(args, name)
+        if value is not None:
+            setattr(args, name, absolute(value))
+    return args
 
 
 def load_beam_config() -> BeamConfig:
@@ -89,8 +126,9 @@ def setup_logging() -> None:
 
 @contextlib.contextmanager
 def atomic_output(out: str | Path) -> Iterator[Path]:
-    """Yield a temp folder beside `out`; on success it replaces `out` whole, on failure it is removed."""
-    out = Path(out)
+    """Yield a temp folder beside `out` (absolute: workers of a cluster runner run in other working directories); on
+    success it replaces `out` whole, on failure it is removed."""
+    out = Path(out).resolve()
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(f"{out.name}.tmp-{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)

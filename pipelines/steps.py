@@ -2,14 +2,15 @@
 
 Rollouts of the configured tasks with a reference are selected (at most `max_rollouts`, lowest rollout ids first:
 ids are hashes, so that is a fixed pseudo-random sample that every steps stage shares, which makes their labels
-comparable), cut into chunks in rollout-id order, and each chunk is labeled by a `StepLabeler` (Monte Carlo
+comparable). The driver picks them from the id columns alone and workers keep the rollouts up to the last chosen
+id, so no worker ever holds every rollout; chunks are groups by id hash, each labeled by a `StepLabeler` (Monte Carlo
 continuations on the policy, binary search, an LLM judge, or a consensus of both). Continuations and judge calls
 are cached by content under --cache, so a rerun, a resumed stage or a second steps stage asking for the same prefix
 generates nothing again. With `--metrics`: steps, continuations per labeled step, first-error shares, rejects.
 """
 
 import argparse
-import json
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -17,8 +18,10 @@ from typing import Literal
 import apache_beam as beam
 
 from rewardmill.pipelines.config import ConfigError, from_dict, load_section
+from rewardmill.pipelines.conservation import id_frame, labeled_or_rejected, reconcile
 from rewardmill.pipelines.stage import (
     StageTimer,
+    absolute_args,
     atomic_output,
     counter_totals,
     load_beam_config,
@@ -30,14 +33,12 @@ from rewardmill.pipelines.stage import (
     write_rejects,
 )
 from rewardmill.schemas import ROLLOUT_V2, STEP_LABEL_V1
-from rewardmill.transforms.io.parquet import ReadStageOutput, WriteSortedParquet
+from rewardmill.transforms.io.parquet import ReadStageOutput, WriteSortedParquet, stable_shard
 from rewardmill.transforms.sampling.policy import FINGERPRINT_FILE
 from rewardmill.transforms.sampling.pool import unknown_policy
 from rewardmill.transforms.steps.beam import NAMESPACE, REJECTED, LabelStepChunks
 from rewardmill.transforms.steps.labeler import StepsConfig
 from rewardmill.transforms.steps.stats import step_stats
-
-SELECTION_FILE = "_selection.json"
 
 
 @dataclass(frozen=True)
@@ -109,25 +110,49 @@ def continuation_model(name: str, policy: str | None, policies: dict[str, dict],
     return folder
 
 
-def chunks(rows: list[dict], size: int) -> list[list[dict]]:
-    return [rows[i : i + size] for i in range(0, len(rows), size)]
+def selection(rollouts_dir: str, params: StepsParams) -> tuple[str, dict]:
+    """The last chosen rollout id ("" when none is: no id is <= "") and the selection counts, from the rollouts' id
+    columns."""
+    ids = id_frame(rollouts_dir, ["rollout_id", "task", "policy"])
+    rows = ids.with_columns(policy=ids["policy"].struct.field("name").alias("name").to_frame().to_struct()).to_dicts()
+    chosen, counts = select(rows, params.tasks, params.max_rollouts, params.policy)
+    return (chosen[-1]["rollout_id"] if chosen else ""), counts
 
 
-def build(p, name: str, params: StepsParams, rollouts_dir: str, model_dir: str, out_dir: str, cache: str | None):
+class Chosen:
+    """Whether a rollout is in the selection: of the tasks (and policy) asked for, with an id up to the last chosen
+    one (the selection is the lowest eligible ids)."""
+
+    def __init__(self, params: StepsParams, last_id: str):
+        self.tasks = params.tasks
+        self.policy = params.policy
+        self.last_id = last_id
+
+    def __call__(self, row: dict) -> bool:
+        own = self.policy is None or row["policy"]["name"] == self.policy
+        return own and row.get("task") in self.tasks and row["rollout_id"] <= self.last_id
+
+
+def build(
+    p,
+    name: str,
+    params: StepsParams,
+    rollouts_dir: str,
+    model_dir: str,
+    out_dir: str,
+    cache: str | None,
+    last_id: str,
+    selected: int,
+):
     config = resolve(name, params)
-    selection_path = str(Path(out_dir) / SELECTION_FILE)
-
-    def _select(rows):
-        chosen, counts = select(rows, params.tasks, params.max_rollouts, params.policy)
-        Path(selection_path).write_text(json.dumps(counts, sort_keys=True) + "\n")
-        return chunks(chosen, params.chunk_size)
-
+    n_chunks = max(1, math.ceil(selected / params.chunk_size))
     labeled = (
         p
         | "Read rollouts" >> ReadStageOutput(rollouts_dir, ROLLOUT_V2)
-        | "All rollouts" >> beam.combiners.ToList()
-        | "Select and chunk" >> beam.FlatMap(_select)
-        | "Spread chunks" >> beam.Reshuffle()
+        | "Select" >> beam.Filter(Chosen(params, last_id))
+        | "Key by chunk" >> beam.Map(lambda row: (stable_shard(row["rollout_id"], n_chunks), row))
+        | "Group chunks" >> beam.GroupByKey()
+        | "Chunk in id order" >> beam.MapTuple(lambda _, rows: sorted(rows, key=lambda r: r["rollout_id"]))
         | f"Steps {name}"
         >> beam.ParDo(
             LabelStepChunks(name, config, model_dir, params.backend, params.device, params.vllm, cache)
@@ -142,6 +167,12 @@ def build(p, name: str, params: StepsParams, rollouts_dir: str, model_dir: str, 
     write_rejects(labeled[REJECTED], Path(out_dir))
 
 
+def check_conservation(stage: str, out_dir: str, selected: int) -> None:
+    """Every selected rollout has step labels or a reject."""
+    labeled, rejected = labeled_or_rejected(out_dir)
+    reconcile(stage, inputs=selected, outputs=labeled, rejects=rejected, unit="selected rollouts")
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("name", help="the key under `steps:` in params.yaml")
@@ -150,34 +181,37 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--out", default=None, help="default: data/steps/NAME")
     parser.add_argument("--cache", default=None, help="continuation and judge call cache (kept across runs)")
     parser.add_argument("--metrics", default=None, help="write the stage's DVC metrics JSON here")
-    args = parser.parse_args(argv)
+    args = absolute_args(parser.parse_args(argv), "rollouts", "model", "out", "cache")
     setup_logging()
     params = load_section(StepsParams, "steps", key=args.name)
     resolve(args.name, params)  # fail on a bad config before any work
     policies = read_manifest(args.rollouts).get("policies", {})  # the upstream stage finished
     model_dir = continuation_model(args.name, params.policy, policies, args.model)
     out = args.out or f"data/steps/{args.name}"
-    timer = StageTimer(f"steps@{args.name}")
+    stage = f"steps@{args.name}"
+    last_id, chosen = selection(args.rollouts, params)
+    timer = StageTimer(stage)
     with atomic_output(out) as tmp:
         result = run_pipeline(
-            lambda p: build(p, args.name, params, args.rollouts, model_dir, str(tmp), args.cache), load_beam_config()
+            lambda p: build(
+                p, args.name, params, args.rollouts, model_dir, str(tmp), args.cache, last_id, chosen["selected"]
+            ),
+            load_beam_config(),
         )
-        selection_path = tmp / SELECTION_FILE
-        selection = json.loads(selection_path.read_text()) if selection_path.exists() else {}
-        selection_path.unlink(missing_ok=True)
+        check_conservation(stage, str(tmp), chosen["selected"])
         manifest = write_manifest(
             tmp,
-            stage=f"steps@{args.name}",
+            stage=stage,
             schema=STEP_LABEL_V1,
             config=params,
             inputs={"rollouts": args.rollouts, "model": str(Path(model_dir) / FINGERPRINT_FILE)},
-            extra={"selection": selection},
+            extra={"selection": chosen},
         )
         stats = step_stats(tmp) if args.metrics else None
     if args.metrics:
         this_run = counter_totals(result, NAMESPACE)  # continuations generated now (not from the cache), rollouts
         write_json_atomic(
-            args.metrics, {**stats, "selection": selection, "rejects": manifest["rejects"], "this_run": this_run}
+            args.metrics, {**stats, "selection": chosen, "rejects": manifest["rejects"], "this_run": this_run}
         )
     timer.done(manifest)
 

@@ -108,6 +108,52 @@ def test_repro_builds_every_output(project):
     assert appeal["labels"] == arithmetic["count"] * n and "appealed" in appeal["labeler"]
 
 
+@pytest.fixture(scope="module")
+def dask_cluster(project):
+    """A distributed LocalCluster of 2 worker processes, started from another folder than the project and without the
+    offline settings: the stages' runner carries the working directory and the settings over to the workers."""
+    import dask
+    from distributed import LocalCluster
+
+    here = os.getcwd()
+    saved = {k: os.environ.pop(k) for k in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE") if k in os.environ}
+    os.chdir(project.parent)
+    try:
+        with dask.config.set({"distributed.worker.daemon": False}):  # workers start helper processes
+            cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None)
+    finally:
+        os.chdir(here)
+        os.environ.update(saved)
+    with cluster:
+        yield cluster
+
+
+@pytest.mark.parametrize("runner", ["dask", "fnapi_2_workers"])
+def test_the_dag_on_other_runners_writes_the_same_bytes(project, runner, request, tmp_path):
+    """`beam.runner: DaskRunner` on a local cluster of 2 worker processes, and FnApiRunner with 2 worker processes:
+    every stage reruns (beam is a param of each) and writes the one-worker run's bytes. The model caches come along
+    (their keys do not depend on the runner): CPU kernels are not bit-stable from one process to the next (see the
+    README), and what is checked here is that the runners move every row and write it the same way."""
+    copy = tmp_path / "project"
+    outputs = ("models", *(f"data/{d}" for d in ("prompts", "rollouts", "labels", "steps", "datasets")), ".dvc/cache")
+    skip = {project / p for p in outputs}
+    shutil.copytree(project, copy, symlinks=True, ignore=lambda d, names: [n for n in names if Path(d, n) in skip])
+    params = yaml.safe_load((copy / "params.yaml").read_text())
+    if runner == "dask":
+        address = request.getfixturevalue("dask_cluster").scheduler_address
+        params["beam"].update(runner="DaskRunner", dask_client_address=address)
+    else:
+        params["beam"].update(runner="FnApiRunner", direct_num_workers=2)
+    (copy / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    out = run([str(BIN / "dvc"), "repro"], copy)
+    ran = set(re.findall(r"Running stage '([^']+)'", out))
+    assert {"model", "prompts", "rollouts", "assemble", "validate", "export"} <= ran, out
+    assert any(s.startswith("label@") for s in ran) and any(s.startswith("steps@") for s in ran), ran
+    before, after = parquet_digests(project), parquet_digests(copy)
+    moved = {rel: changed_columns(project / rel, copy / rel) for rel in before if after.get(rel) != before[rel]}
+    assert after.keys() == before.keys() and not moved, moved
+
+
 def test_step_labels_become_prm_rows_that_load_with_datasets(project):
     """Both step methods label the same fixed sample; every labeled rollout is a PRM row or a counted reject."""
     from datasets import load_dataset

@@ -20,9 +20,12 @@ OUR_RUNNER = "rewardmill.pipelines.dask_runner.DaskRunner"
 
 @pytest.fixture(scope="module")
 def cluster():
+    import dask
     from distributed import LocalCluster
 
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as local:
+    with dask.config.set({"distributed.worker.daemon": False}):  # workers start helper processes (math-verify)
+        local = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None)
+    with local:
         yield local
 
 
@@ -112,3 +115,38 @@ def test_assemble_on_dask_writes_the_bytes_of_the_in_process_runner(cluster, pro
     assert outputs["dask"] == outputs["fnapi"] and len(outputs["fnapi"]) >= 8
     manifest = json.loads((project / "out-dask/pairs/_manifest.json").read_text())
     assert manifest["rows"] > 0 and os.path.exists(project / "out-dask/_rewards")
+
+
+def test_bad_setups_fail_before_any_work(tmp_path):
+    import socket
+
+    import dask
+    from distributed import LocalCluster
+
+    from rewardmill.pipelines.dask_runner import DaskSetupError
+
+    with pytest.raises(
+        ValueError, match=r"runner 'Dask' is not a Beam runner: use one of \[.*'DaskRunner'.*'FlinkRunner'"
+    ):
+        BeamConfig(runner="Dask")
+    BeamConfig(runner="FlinkRunner")  # Beam's own short names stay valid
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    unreachable = BeamConfig(
+        runner="DaskRunner", dask_client_address=f"tcp://127.0.0.1:{port}", options=("--dask_connection_timeout=3",)
+    )
+    ran = tmp_path / "ran"
+    with pytest.raises(
+        DaskSetupError, match=rf"cannot reach the Dask scheduler at tcp://127.0.0.1:{port}.*dask scheduler"
+    ):
+        run_pipeline(lambda p: p | beam.Create([1]) | beam.Map(lambda _: ran.touch()), unreachable)
+    # Dask's default workers are daemonic processes, which cannot start math-verify's helper process
+    with dask.config.set({"distributed.worker.daemon": True}):
+        daemonic = LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None)
+    with daemonic, pytest.raises(DaskSetupError, match=r"daemonic processes.*DASK_DISTRIBUTED__WORKER__DAEMON=False"):
+        run_pipeline(
+            lambda p: p | beam.Create([1]) | beam.Map(lambda _: ran.touch()),
+            BeamConfig(runner="DaskRunner", dask_client_address=daemonic.scheduler_address),
+        )
+    assert not ran.exists()

@@ -9,6 +9,7 @@ from rewardmill.pipelines.config import ConfigError
 from rewardmill.pipelines.stage import count_rejects
 from rewardmill.schemas import ROLLOUT_V2
 from rewardmill.transforms.io.parquet import read_rows, rows_to_table, write_table
+from rewardmill.transforms.labelers.code_tests import CodeTestsVerifier
 from rewardmill.transforms.labelers.math_answer import MathAnswerVerifier
 from tests.conftest import only_labelers, tiny_params
 
@@ -143,4 +144,5 @@ def test_code_labels_and_the_manifest_name_the_sandbox(tmp_path, params_file):
     label.main(["code_tests", "--rollouts", str(src), "--out", str(out)])
     assert {r["rollout_id"]: r["score"] for r in read_rows(str(out))} == {"c1-r0": 1.0, "c1-r1": 0.0}
     manifest = json.loads((out / "_manifest.json").read_text())
-    assert manifest["summary"] == {"isolation": {"bwrap": 2}} and manifest["labeler_version"] == "2"
+    assert manifest["summary"] == {"isolation": {"bwrap": 2}}
+    assert manifest["labeler_version"] == CodeTestsVerifier.version == "3"

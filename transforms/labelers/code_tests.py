@@ -74,7 +74,9 @@ class CodeTestsVerifier:
     """
 
     name = "code_tests"
-    version = "2"  # 2: the completion and the tests run in two sandboxes (code_protocol.py)
+    # 2: the completion and the tests run in two sandboxes (code_protocol.py); 3: no per-test timings in `raw` (a
+    # label's bytes must not depend on the machine's speed)
+    version = "3"
     reads = ("completion", "tests")
     tasks = ("code",)
     Config = CodeTestsConfig

@@ -11,6 +11,7 @@ import hashlib
 import importlib.util
 import json
 import logging
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -129,6 +130,18 @@ def read_policy_info(directory: str | Path) -> PolicyInfo:
     if not path.exists():
         raise FileNotFoundError(f"{path}: missing; run the `model` stage first (dvc repro model)")
     return PolicyInfo(**json.loads(path.read_text()))
+
+
+def local_model(model: str) -> str:
+    """`model` when it is a local folder, or a hub id when downloads are allowed (HF_HUB_OFFLINE unset); else a clear
+    error instead of a download attempt that retries for minutes."""
+    if Path(model).is_dir() or os.environ.get("HF_HUB_OFFLINE", "0").lower() in ("0", "false", ""):
+        return model
+    raise FileNotFoundError(
+        f"{model}: no such model folder (working directory {os.getcwd()}, HF_HUB_OFFLINE set: no hub download). Run "
+        "the model stage first; on a cluster runner, workers need the DVC project on a mount they share, or absolute "
+        "paths in params"
+    )
 
 
 def model_identity(model: str, dtype: str = "float32") -> str:

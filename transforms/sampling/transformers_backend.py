@@ -24,6 +24,9 @@ def load_policy(model_dir: str, device: str = "cpu") -> LoadedPolicy:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    from rewardmill.transforms.sampling.policy import local_model
+
+    model_dir = local_model(model_dir)
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
     tokenizer.padding_side = "left"  # decoder-only models continue from the right edge
     if tokenizer.pad_token_id is None:
