@@ -1,13 +1,15 @@
 """assemble on a Dask cluster of 2 worker processes against Beam's in-process runner (1 worker), same run, same data.
 
-Synthetic data as bench/assemble.py writes it (--rollouts labeled rollouts, --n per prompt, two labelers). The
+Synthetic data as bench/assemble.py writes it (--rollouts labeled rollouts, --n per prompt, two labelers), split
+into --shards files per folder as the upstream stages write them with `num_shards` (a one-file input is read by one
+worker whatever the runner). The
 in-process run and the Dask run alternate (--repeats each, medians reported), every run is a fresh
 `rewardmill run assemble` subprocess, and the Dask cluster (a distributed.LocalCluster of 2 worker processes with
 one thread each, started here) serves every Dask run. Printed: each side's rollouts/s (median), the driver's peak
 RSS, each Dask worker's peak RSS, whether the two outputs are byte-identical (every Parquet file and manifest), and
 last `ratio=<Dask rollouts/s / in-process rollouts/s>`.
 
-    python bench/scale.py [--rollouts 1000000] [--n 8] [--repeats 3]
+    python bench/scale.py [--rollouts 1000000] [--n 8] [--shards 8] [--repeats 3]
 """
 
 import argparse
@@ -34,6 +36,19 @@ def synthetic():
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module.synthesize, module.bench_params
+
+
+def reshard(folder: Path, shards: int) -> None:
+    """The one Parquet file in `folder` -> `shards` files of consecutive rows (whole prompts stay together only by
+    chance; assemble does not need them to)."""
+    import pyarrow.parquet as pq
+
+    (single,) = folder.glob("*.parquet")
+    table = pq.read_table(single)
+    single.unlink()
+    size = -(-table.num_rows // shards)
+    for i in range(shards):
+        pq.write_table(table.slice(i * size, size), folder / f"part-{i:05d}-of-{shards:05d}.parquet")
 
 
 def digests(root: Path) -> dict[str, str]:
@@ -81,6 +96,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rollouts", type=int, default=1_000_000)
     parser.add_argument("--n", type=int, default=8)
+    parser.add_argument("--shards", type=int, default=8)
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
 
@@ -92,7 +108,10 @@ def main() -> None:
         root = Path(tmp)
         start = time.perf_counter()
         synthesize(root, args.rollouts, args.n)
-        print(f"data: {args.rollouts} rollouts, {args.n} per prompt, 2 labelers ({time.perf_counter() - start:.1f}s)")
+        for folder in (root / "rollouts", root / "labels/math_answer", root / "labels/panel"):
+            reshard(folder, args.shards)
+        took = time.perf_counter() - start
+        print(f"data: {args.rollouts} rollouts, {args.n} per prompt, 2 labelers, {args.shards} shards ({took:.1f}s)")
         with dask.config.set({"distributed.worker.daemon": False}):
             cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None)
         with cluster, Client(cluster) as client:

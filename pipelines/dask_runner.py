@@ -9,6 +9,9 @@ Each loses rows silently, so a stage on the plain runner can exit 0 with empty o
    outputs keep their tags (`_run_bundle`) and a consumer gets only its own tag's elements (`_Visitor._bag_of`).
 3. Outputs a DoFn emits in `finish_bundle` (ours flush their worker threads there) are dropped: the bundle's
    results are taken before `finish_bundle` runs. `_run_bundle` takes them after.
+And one that costs time: a side input is a Dask bag that each bundle iterates, which computes the side input's whole
+upstream graph again inside every task that reads it (assemble read and split its 1M rollouts once per bucket). Here
+a side input is one task's result that Dask hands to every bundle (`_side_values`).
 Everything else is Beam's: the same translations for the other transforms, options and result.
 
 Two things a stage's driver has and remote workers lack are carried over: its working directory (params name folders
@@ -25,6 +28,7 @@ from apache_beam import pvalue
 from apache_beam.pipeline import PipelineVisitor
 from apache_beam.runners.common import DoFnContext, DoFnInvoker, DoFnSignature, _OutputHandler
 from apache_beam.runners.dask import dask_runner as upstream
+from apache_beam.runners.dask import overrides as upstream_overrides
 from apache_beam.runners.dask import transform_evaluator as ops
 from apache_beam.transforms.sideinputs import SideInputMap
 
@@ -85,13 +89,34 @@ def connect(dask_options: dict):
     return client
 
 
-def _run_bundle(items, spec):
+def _side_values(*partitions) -> list:
+    """A side input's elements, from all its partitions (computed once, then passed to every bundle)."""
+    return [item for partition in partitions for item in partition]
+
+
+class _Windowed:
+    """A side input's elements as the windowed values SideInputMap iterates."""
+
+    def __init__(self, values: list, window_fn):
+        self.values = values
+        self.window_fn = window_fn
+
+    def __iter__(self):
+        for value in self.values:
+            yield ops.get_windowed_value(value, self.window_fn)
+
+
+def _run_bundle(items, spec, *side_values):
     """One Dask partition through a DoFn, setup to teardown, in the driver's working directory when this worker
     sees it: main outputs as plain values, tagged ones as TaggedOutput(tag, value); everything emitted,
-    `finish_bundle` included."""
-    fn, args, kwargs, label, window_fn, side_inputs, cwd = spec
+    `finish_bundle` included. `side_values`: each side input's elements, in the order of the spec's side inputs."""
+    fn, args, kwargs, label, window_fn, sides, cwd = spec
     if os.path.isdir(cwd):
         os.chdir(cwd)
+    side_inputs = [
+        SideInputMap(view, options, _Windowed(values, mapping_fn))
+        for (view, options, mapping_fn), values in zip(sides, side_values, strict=True)
+    ]
     receivers = ops.OneReceiver()  # a fresh one per bundle: nothing carries over between partitions
     handler = _OutputHandler(
         window_fn=window_fn,
@@ -128,22 +153,51 @@ class _ParDo(ops.DaskBagOp):
     """ParDo as Beam translates it, through `_run_bundle`."""
 
     def apply(self, input_bag, side_inputs=None):
+        """`side_inputs`: (Beam side input, its bag) pairs."""
+        import dask
+
         transform = self.transform
         args, kwargs = transform.raw_side_inputs
         main_input = next(iter(self.applied.main_inputs.values()))
         window_fn = main_input.windowing.windowfn if hasattr(main_input, "windowing") else None
-        spec = (transform.fn, list(args), kwargs, transform.label, window_fn, side_inputs, os.getcwd())
-        return input_bag.map(ops.get_windowed_value, window_fn).map_partitions(_run_bundle, spec)
+        sides = [(type(si), si._view_options(), si._window_mapping_fn) for si, _ in side_inputs or []]
+        # the side input's own keys (optimize_graph=False): an optimized copy would compute its upstream graph again
+        values = [dask.delayed(_side_values)(*bag.to_delayed(optimize_graph=False)) for _, bag in side_inputs or []]
+        spec = (transform.fn, list(args), kwargs, transform.label, window_fn, sides, os.getcwd())
+        return input_bag.map(ops.get_windowed_value, window_fn).map_partitions(_run_bundle, spec, *values)
 
 
-TRANSLATIONS = {**ops.TRANSLATIONS, apache_beam.ParDo: _ParDo}
+def _key(item):
+    return item[0]
+
+
+def _grouped(item):
+    key, values = item
+    return key, [ops.defenestrate(value[1]) for value in values]
+
+
+class _GroupByKey(ops.DaskBagOp):
+    """GroupByKey as Beam translates it, into at least `partitions` partitions (the visitor sets it from the cluster's
+    threads): Beam's keeps its input's partition count, which for a few large groups (assemble's buckets) is a few
+    partitions, so a few workers did all the work."""
+
+    partitions = 1
+
+    def apply(self, input_bag, side_inputs=None):
+        if input_bag.npartitions < self.partitions:  # a task shuffle keeps its input's partition count
+            input_bag = input_bag.repartition(npartitions=self.partitions)
+        return input_bag.groupby(_key).map(_grouped)
+
+
+TRANSLATIONS = {**ops.TRANSLATIONS, apache_beam.ParDo: _ParDo, upstream_overrides._GroupByKeyOnly: _GroupByKey}
 
 
 class _Visitor(PipelineVisitor):
     """Translates every transform to a Dask bag (Beam's `TRANSLATIONS`); inputs are selected by output tag."""
 
-    def __init__(self, bag_kwargs: dict):
+    def __init__(self, bag_kwargs: dict, group_partitions: int = 1):
         self.bag_kwargs = bag_kwargs
+        self.group_partitions = group_partitions
         self.bags: dict = {}
         self.read: set = set()  # transforms whose bag another transform consumes
 
@@ -157,20 +211,15 @@ class _Visitor(PipelineVisitor):
 
     def visit_transform(self, node) -> None:
         op = TRANSLATIONS.get(node.transform.__class__, ops.NoOp)(node, bag_kwargs=self.bag_kwargs)
+        if isinstance(op, _GroupByKey):
+            op.partitions = self.group_partitions
         kwargs = {"input_bag": None, "side_inputs": None}
         inputs = [self._bag_of(v) for v in node.inputs if not isinstance(v, pvalue.PBegin)]
         if inputs:  # a root transform (Create, Impulse) reads nothing
             single = len(inputs) == 1 and not isinstance(op, ops.Flatten)
             kwargs["input_bag"] = inputs[0] if single else inputs
         if node.side_inputs:
-            kwargs["side_inputs"] = [
-                SideInputMap(
-                    type(si),
-                    si._view_options(),
-                    ops.DaskBagWindowedIterator(self._bag_of(si.pvalue), si._window_mapping_fn),
-                )
-                for si in node.side_inputs
-            ]
+            kwargs["side_inputs"] = [(si, self._bag_of(si.pvalue)) for si in node.side_inputs]
         self.bags[node] = op.apply(**kwargs)
 
     def leaves(self) -> list:
@@ -181,17 +230,17 @@ class DaskRunner(upstream.DaskRunner):
     """`beam.runner: DaskRunner`. See the module docstring for what differs from Beam's."""
 
     @staticmethod
-    def to_dask_bag_visitor(bag_kwargs=None) -> PipelineVisitor:
-        return _Visitor(bag_kwargs or {})
+    def to_dask_bag_visitor(bag_kwargs=None, group_partitions: int = 1) -> PipelineVisitor:
+        return _Visitor(bag_kwargs or {}, group_partitions)
 
     def run_pipeline(self, pipeline, options):
-
         dask_options = options.view_as(upstream.DaskOptions).get_all_options(drop_default=True, current_only=True)
         bag_kwargs = upstream.DaskOptions._extract_bag_kwargs(dask_options)
         client = connect(dask_options)
         client.run(_set_env, {k: os.environ[k] for k in OFFLINE_ENV if k in os.environ})
         pipeline.replace_all(upstream.dask_overrides())
-        visitor = self.to_dask_bag_visitor(bag_kwargs)
+        # groups spread over 4 partitions per worker thread: a few large groups still land on different workers
+        visitor = self.to_dask_bag_visitor(bag_kwargs, 4 * sum(client.nthreads().values()))
         pipeline.visit(visitor)
         # one graph for every sink, optimized together (optimizing each sink's graph apart, as dask.optimize does,
         # fuses a shared step differently per sink, and the scheduler then sees one key with two specs)

@@ -150,3 +150,31 @@ def test_bad_setups_fail_before_any_work(tmp_path):
             BeamConfig(runner="DaskRunner", dask_client_address=daemonic.scheduler_address),
         )
     assert not ran.exists()
+
+
+class _Tally(beam.DoFn):
+    """Passes elements through, appending each to a file: how many times the step ran per element."""
+
+    def __init__(self, path: str):
+        self.path = path
+
+    def process(self, element):
+        with open(self.path, "a") as fh:
+            fh.write(f"{element}\n")
+        yield element
+
+
+def test_a_side_inputs_upstream_runs_once(cluster, tmp_path):
+    """Upstream, every bundle that read a side input computed the side input's whole graph again (assemble read
+    its rollouts twice and assembled every bucket twice)."""
+    calls, out = tmp_path / "calls", tmp_path / "out"
+
+    def build(p):
+        nums = p | beam.Create(range(10)) | "Tally" >> beam.ParDo(_Tally(str(calls)))
+        total = nums | "Total" >> beam.CombineGlobally(sum)  # a side input, and itself read through one
+        shares = nums | "Share" >> beam.Map(lambda n, t: f"{n}/{t}", beam.pvalue.AsSingleton(total))
+        _ = shares | "Write" >> beam.ParDo(_Append(str(out)))
+
+    run_pipeline(build, BeamConfig(runner="DaskRunner", dask_client_address=cluster.scheduler_address))
+    assert sorted(out.read_text().split()) == sorted(f"{n}/45" for n in range(10))
+    assert sorted(map(int, calls.read_text().split())) == list(range(10))  # once each
