@@ -2,12 +2,14 @@
 
 Synthetic data as bench/assemble.py writes it (--rollouts labeled rollouts, --n per prompt, two labelers), split
 into --shards files per folder as the upstream stages write them with `num_shards` (a one-file input is read by one
-worker whatever the runner). The
-in-process run and the Dask run alternate (--repeats each, medians reported), every run is a fresh
-`rewardmill run assemble` subprocess, and the Dask cluster (a distributed.LocalCluster of 2 worker processes with
-one thread each, started here) serves every Dask run. Printed: each side's rollouts/s (median), the driver's peak
-RSS, each Dask worker's peak RSS, whether the two outputs are byte-identical (every Parquet file and manifest), and
-last `ratio=<Dask rollouts/s / in-process rollouts/s>`.
+worker whatever the runner). The in-process run and the Dask run alternate (--repeats each, medians reported),
+every run is a fresh `rewardmill run assemble` subprocess, and the Dask cluster (a distributed.LocalCluster of 2
+worker processes with one thread each, started here) serves every Dask run.
+
+Printed: each side's rollouts/s (median); the driver's and each Dask worker's peak RSS (VmHWM: ru_maxrss would carry
+the parent's peak over through fork and exec, so a child process writes the data and this one stays small); whether
+the two outputs are byte-identical (every Parquet file and manifest); last `ratio=<Dask rollouts/s / in-process
+rollouts/s>`.
 
     python bench/scale.py [--rollouts 1000000] [--n 8] [--shards 8] [--repeats 3]
 """
@@ -17,7 +19,6 @@ import hashlib
 import importlib.util
 import json
 import os
-import resource
 import statistics
 import subprocess
 import sys
@@ -63,12 +64,14 @@ def run_stage(root: Path, name: str, beam: dict, params: dict) -> dict:
     path.write_text(yaml.safe_dump(params, sort_keys=False))
     out = root / f"out-{name}"
     code = (
-        "import json, resource, sys, time\n"
+        "import json, sys, time\n"
         "from rewardmill.pipelines import assemble\n"
+        f"sys.path.insert(0, {str(REPO / 'bench')!r})\n"
+        "from scale import peak_mib\n"
         "start = time.perf_counter()\n"
         "assemble.main(sys.argv[1:])\n"
         "took = time.perf_counter() - start\n"
-        "print(json.dumps({'seconds': took, 'rss_mib': resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))\n"
+        "print(json.dumps({'seconds': took, 'rss_mib': peak_mib()}))\n"
     )
     argv = ["--rollouts", str(root / "rollouts"), "--labels", str(root / "labels"), "--out", str(out)]
     proc = subprocess.run(
@@ -85,11 +88,23 @@ def run_stage(root: Path, name: str, beam: dict, params: dict) -> dict:
     return result
 
 
-def worker_rss_mib(client) -> dict[str, float]:
-    def peak() -> float:
-        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+def peak_mib() -> float:
+    """This process's peak resident memory (VmHWM), MiB."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    raise RuntimeError("no VmHWM in /proc/self/status (Linux only)")
 
-    return {address.rsplit(":", 1)[1]: round(mib) for address, mib in sorted(client.run(peak).items())}
+
+def worker_rss_mib(client) -> dict[str, float]:
+    return {address.rsplit(":", 1)[1]: round(mib) for address, mib in sorted(client.run(peak_mib).items())}
+
+
+def write_data(root: Path, rollouts: int, n: int, shards: int) -> None:
+    synthesize, _ = synthetic()
+    synthesize(root, rollouts, n)
+    for folder in (root / "rollouts", root / "labels/math_answer", root / "labels/panel"):
+        reshard(folder, shards)
 
 
 def main() -> None:
@@ -100,16 +115,22 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
 
+    import multiprocessing
+
     import dask
     from distributed import Client, LocalCluster
 
-    synthesize, bench_params = synthetic()
+    _, bench_params = synthetic()
     with tempfile.TemporaryDirectory(prefix="rewardmill-scale-") as tmp:
         root = Path(tmp)
         start = time.perf_counter()
-        synthesize(root, args.rollouts, args.n)
-        for folder in (root / "rollouts", root / "labels/math_answer", root / "labels/panel"):
-            reshard(folder, args.shards)
+        writer = multiprocessing.get_context("spawn").Process(
+            target=write_data, args=(root, args.rollouts, args.n, args.shards)
+        )
+        writer.start()
+        writer.join()
+        if writer.exitcode != 0:
+            raise SystemExit("writing the synthetic data failed")
         took = time.perf_counter() - start
         print(f"data: {args.rollouts} rollouts, {args.n} per prompt, 2 labelers, {args.shards} shards ({took:.1f}s)")
         with dask.config.set({"distributed.worker.daemon": False}):
