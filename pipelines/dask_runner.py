@@ -189,7 +189,28 @@ class _GroupByKey(ops.DaskBagOp):
         return input_bag.groupby(_key).map(_grouped)
 
 
-TRANSLATIONS = {**ops.TRANSLATIONS, apache_beam.ParDo: _ParDo, upstream_overrides._GroupByKeyOnly: _GroupByKey}
+class _Create(ops.DaskBagOp):
+    """Create as Beam translates it, but one partition per element up to `partitions` when no partition option is
+    given: our Creates list a few heavy items (shard paths), which Beam's default of 128 items per partition read one
+    after another in one task."""
+
+    partitions = 1
+
+    def apply(self, input_bag, side_inputs=None):
+        import dask.bag as db
+
+        if self.bag_kwargs.get("npartitions") or self.bag_kwargs.get("partition_size"):
+            return ops.Create(self.applied, bag_kwargs=self.bag_kwargs).apply(input_bag)
+        items = self.transform.values
+        return db.from_sequence(items, npartitions=max(1, min(len(items), self.partitions)))
+
+
+TRANSLATIONS = {
+    **ops.TRANSLATIONS,
+    apache_beam.ParDo: _ParDo,
+    upstream_overrides._GroupByKeyOnly: _GroupByKey,
+    upstream_overrides._Create: _Create,
+}
 
 
 class _Visitor(PipelineVisitor):
@@ -211,7 +232,7 @@ class _Visitor(PipelineVisitor):
 
     def visit_transform(self, node) -> None:
         op = TRANSLATIONS.get(node.transform.__class__, ops.NoOp)(node, bag_kwargs=self.bag_kwargs)
-        if isinstance(op, _GroupByKey):
+        if isinstance(op, _GroupByKey | _Create):
             op.partitions = self.group_partitions
         kwargs = {"input_bag": None, "side_inputs": None}
         inputs = [self._bag_of(v) for v in node.inputs if not isinstance(v, pvalue.PBegin)]
@@ -239,7 +260,8 @@ class DaskRunner(upstream.DaskRunner):
         client = connect(dask_options)
         client.run(_set_env, {k: os.environ[k] for k in OFFLINE_ENV if k in os.environ})
         pipeline.replace_all(upstream.dask_overrides())
-        # groups spread over 4 partitions per worker thread: a few large groups still land on different workers
+        # groups and created items spread over 4 partitions per worker thread: a few large ones still land on
+        # different workers
         visitor = self.to_dask_bag_visitor(bag_kwargs, 4 * sum(client.nthreads().values()))
         pipeline.visit(visitor)
         # one graph for every sink, optimized together (optimizing each sink's graph apart, as dask.optimize does,
