@@ -41,6 +41,9 @@ class BeamConfig:
     options: tuple[str, ...] = ()  # extra pipeline flags for other runners, e.g. ["--dask_gateway=..."]
     dask_client_address: str | None = None  # DaskRunner: the scheduler, e.g. tcp://10.0.0.5:8786
     dask_scheduler_file: str | None = None  # DaskRunner: or the scheduler file `dask scheduler` wrote
+    # Remote runners (Flink, Spark, Dataflow): build a wheel of this checkout and stage it for the workers
+    # (--extra_package); their image provides the dependencies. Dask workers need rewardmill installed instead.
+    package: bool = False
 
     def __post_init__(self):
         check_runner(self.runner)
@@ -98,8 +101,15 @@ def load_beam_config() -> BeamConfig:
     return load_section(BeamConfig, "beam")
 
 
+LOCAL_RUNNERS = ("FnApiRunner", "DirectRunner", "DaskRunner")  # workers import the installed rewardmill
+
+
 def pipeline_options(cfg: BeamConfig) -> PipelineOptions:
     flags = [f"--runner={RUNNERS.get(cfg.runner, cfg.runner)}", *cfg.options]
+    if cfg.package and RUNNERS.get(cfg.runner, cfg.runner) not in {*LOCAL_RUNNERS, *RUNNERS.values()}:
+        from rewardmill.pipelines.package import worker_wheel
+
+        flags.append(f"--extra_package={worker_wheel()}")
     if cfg.dask_client_address:
         flags.append(f"--dask_client_address={cfg.dask_client_address}")
     if cfg.dask_scheduler_file:

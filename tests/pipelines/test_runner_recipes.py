@@ -2,6 +2,7 @@
 parse to known Beam options, and the stages' pipeline graphs build for them (nothing is submitted)."""
 
 import re
+import zipfile
 
 import apache_beam as beam
 import pytest
@@ -28,9 +29,14 @@ def test_the_readme_has_a_recipe_for_each_runner_it_cannot_run_here():
 
 
 @pytest.mark.parametrize("runner", ["FlinkRunner", "SparkRunner", "DataflowRunner"])
-def test_a_recipe_parses_and_the_stage_graphs_build(runner, tmp_path, params_file, rollouts_dir):  # noqa: F811
+def test_a_recipe_parses_and_the_stage_graphs_build(runner, tmp_path, params_file, rollouts_dir, monkeypatch):  # noqa: F811
+    monkeypatch.chdir(tmp_path)  # the worker wheel goes to .rewardmill/dist/ here
     cfg = from_dict(BeamConfig, recipes()[runner], "beam")
     options = pipeline_options(cfg)
+    # the workers get this checkout as a wheel
+    (wheel,) = options.get_all_options()["extra_packages"]
+    with zipfile.ZipFile(wheel) as zf:
+        assert {"rewardmill/pipelines/stage.py", "rewardmill/transforms/io/parquet.py"} <= set(zf.namelist())
     known = PipelineOptions(list(cfg.options)).get_all_options(retain_unknown_options=False)
     for flag in cfg.options:  # every flag is an option Beam knows (unknown ones would be silently ignored)
         name = flag.removeprefix("--").split("=", 1)[0]
