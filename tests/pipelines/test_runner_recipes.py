@@ -8,6 +8,7 @@ import apache_beam as beam
 import pytest
 import yaml
 from apache_beam.options.pipeline_options import PipelineOptions
+from apache_beam.runners.dask.dask_runner import DaskOptions
 
 from rewardmill.pipelines import label, prompts
 from rewardmill.pipelines.config import from_dict
@@ -24,8 +25,13 @@ def recipes() -> dict[str, dict]:
     return {b["runner"]: b for b in blocks}
 
 
-def test_the_readme_has_a_recipe_for_each_runner_it_cannot_run_here():
-    assert set(recipes()) == {"FlinkRunner", "SparkRunner", "DataflowRunner"}
+def test_the_readme_has_a_recipe_for_each_runner():
+    found = recipes()
+    assert set(found) == {"DaskRunner", "FlinkRunner", "SparkRunner", "DataflowRunner"}
+    options = pipeline_options(from_dict(BeamConfig, found["DaskRunner"], "beam")).view_as(DaskOptions)
+    assert options.get_all_options(drop_default=True, current_only=True) == {
+        "scheduler_file": "/shared/scheduler.json"
+    }
 
 
 @pytest.mark.parametrize("runner", ["FlinkRunner", "SparkRunner", "DataflowRunner"])
