@@ -26,6 +26,7 @@ import yaml
 from apache_beam.io.filesystems import FileSystems
 
 from rewardmill.pipelines.config import load_section, params_hash
+from rewardmill.pipelines.conservation import reconcile
 from rewardmill.pipelines.stage import (
     StageTimer,
     atomic_output,
@@ -241,6 +242,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--labels", default=None, help="label stage outputs: labeler versions and judge models")
     parser.add_argument("--lock", default="dvc.lock", help="dvc.lock to record in the card's provenance, if present")
     parser.add_argument("--repo-id", default=None, help="Hub repo id for the card's loading snippet")
+    # paths stay as given: the card records them and dvc.lock is matched by them (atomic_output resolves `out`; a
+    # cluster runner's bundles run in this working directory)
     args = parser.parse_args(argv)
     setup_logging()
     cfg = load_section(ExportConfig, STAGE)
@@ -266,6 +269,15 @@ def main(argv: list[str] | None = None) -> None:
             lambda p: build(p, cfg, args.datasets, str(tmp), manifests, provenance, args.repo_id), load_beam_config()
         )
         rows = sum(pq.ParquetFile(f).metadata.num_rows for f in sorted((tmp / "data").rglob("*.parquet")))
+        # every row of every config is exported (a config's splits are its rows, divided)
+        reconcile(
+            STAGE,
+            inputs=sum(m["rows"] for m in manifests.values()),
+            outputs=rows,
+            rejects=0,
+            unit="dataset rows",
+            allow_empty=True,
+        )
     if rows == 0:
         log.warning("%s: no rows in any config; the card lists no loadable config", STAGE)
     timer.done({"rows": rows})

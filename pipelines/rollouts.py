@@ -19,6 +19,7 @@ from rewardmill.pipelines.stage import (
     counter_totals,
     load_beam_config,
     read_manifest,
+    recorded,
     reject,
     run_pipeline,
     setup_logging,
@@ -170,7 +171,7 @@ def policies_record(members: list[Member]) -> dict[str, dict]:
             "fingerprint": m.info.fingerprint,
             "source": m.info.source,
             "backend": m.backend,
-            "model": m.model_dir,
+            "model": None if m.model_dir is None else recorded(m.model_dir),
         }
         for m in members
     }

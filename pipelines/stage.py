@@ -88,6 +88,17 @@ def absolute(path: str) -> str:
     return path if "://" in path else str(Path(path).resolve())
 
 
+def recorded(path: str) -> str:
+    """A path as outputs record it: relative to the working directory (the DVC project) when inside it, so a
+    manifest does not depend on where the project lives."""
+    if "://" in path:
+        return path
+    try:
+        return str(Path(path).resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return path
+
+
 def absolute_args(args, *names: str):
     """`args` (argparse) with the paths `names` made absolute (see `absolute`); None stays None."""
     for name in names:

@@ -21,6 +21,7 @@ from rewardmill.pipelines.config import ConfigError, from_dict, load_section
 from rewardmill.pipelines.conservation import id_frame, labeled_or_rejected, reconcile
 from rewardmill.pipelines.stage import (
     StageTimer,
+    absolute,
     absolute_args,
     atomic_output,
     counter_totals,
@@ -186,7 +187,7 @@ def main(argv: list[str] | None = None) -> None:
     params = load_section(StepsParams, "steps", key=args.name)
     resolve(args.name, params)  # fail on a bad config before any work
     policies = read_manifest(args.rollouts).get("policies", {})  # the upstream stage finished
-    model_dir = continuation_model(args.name, params.policy, policies, args.model)
+    model_dir = absolute(continuation_model(args.name, params.policy, policies, args.model))
     out = args.out or f"data/steps/{args.name}"
     stage = f"steps@{args.name}"
     last_id, chosen = selection(args.rollouts, params)
