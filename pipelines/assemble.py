@@ -35,12 +35,12 @@ from rewardmill.pipelines.conservation import (
     id_frame,
     reconcile,
     reject_rows,
-    shard_rows,
 )
 from rewardmill.pipelines.stage import (
     StageTimer,
     absolute_args,
     atomic_output,
+    count_rows,
     load_beam_config,
     reject,
     run_pipeline,
@@ -368,8 +368,8 @@ def check_conservation(
     """The buckets saw every rollout and label, and every output holds what they made: `_rewards` a row per
     rollout; `rl` and `sft` a row or a reject per prompt; `pairs` the pairs written; `prm` a row or a reject per
     (steps labeler, labeled rollout)."""
-    rollouts = shard_rows(rollouts_dir)
-    labels = sum(shard_rows(d) for d in label_dirs)
+    rollouts = count_rows(rollouts_dir)
+    labels = sum(count_rows(d) for d in label_dirs)
     prompts = distinct_ids(rollouts_dir, ["prompt_id"])
     reconcile(STAGE, inputs=rollouts, outputs=counts.get("rollouts", 0), rejects=0, unit="rollouts in the buckets")
     reconcile(STAGE, inputs=labels, outputs=counts.get("labels", 0), rejects=0, unit="labels in the buckets")

@@ -7,8 +7,6 @@ success.
 """
 
 import polars as pl
-import pyarrow.parquet as pq
-from apache_beam.io.filesystems import FileSystems
 
 from rewardmill.pipelines.stage import REJECTS_DIR
 from rewardmill.transforms.io.parquet import list_shards, read_table
@@ -22,15 +20,6 @@ def id_frame(directory: str, columns: list[str]) -> pl.DataFrame:
     """`columns` of every data shard under `directory` (local or a FileSystems URL), one frame."""
     frames = [pl.from_arrow(read_table(path, columns=columns)) for path in list_shards(directory)]
     return pl.concat(frames) if frames else pl.DataFrame(schema={c: pl.String for c in columns})
-
-
-def shard_rows(directory: str) -> int:
-    """Rows in the data shards under `directory`, from the files' footers."""
-    total = 0
-    for path in list_shards(directory):
-        with FileSystems.open(path) as fh:
-            total += pq.ParquetFile(fh).metadata.num_rows
-    return total
 
 
 def distinct_ids(directory: str, columns: list[str]) -> int:

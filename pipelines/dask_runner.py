@@ -1,4 +1,4 @@
-"""Beam's Dask runner with two upstream defects worked around (apache-beam 2.77, `apache_beam.runners.dask`).
+"""Beam's Dask runner with three upstream defects worked around (apache-beam 2.77, `apache_beam.runners.dask`).
 
 Each loses rows silently, so a stage on the plain runner can exit 0 with empty outputs (seen: assemble wrote 0 rows):
 1. Only the last transform's bag is computed. `DaskRunner.run_pipeline` computes `list(visitor.bags.values())[-1]`,
@@ -10,7 +10,8 @@ Each loses rows silently, so a stage on the plain runner can exit 0 with empty o
 3. Outputs a DoFn emits in `finish_bundle` (ours flush their worker threads there) are dropped: the bundle's
    results are taken before `finish_bundle` runs. `_run_bundle` takes them after.
 And one that costs time: a side input is a Dask bag that each bundle iterates, which computes the side input's whole
-upstream graph again inside every task that reads it (assemble read and split its 1M rollouts once per bucket). Here
+upstream graph again inside every task that reads it (assemble read its rollouts twice and assembled every bucket
+twice). Here
 a side input is one task's result that Dask hands to every bundle (`_side_values`).
 Everything else is Beam's: the same translations for the other transforms, options and result.
 
@@ -167,15 +168,6 @@ class _ParDo(ops.DaskBagOp):
         return input_bag.map(ops.get_windowed_value, window_fn).map_partitions(_run_bundle, spec, *values)
 
 
-def _key(item):
-    return item[0]
-
-
-def _grouped(item):
-    key, values = item
-    return key, [ops.defenestrate(value[1]) for value in values]
-
-
 class _GroupByKey(ops.DaskBagOp):
     """GroupByKey as Beam translates it, into at least `partitions` partitions (the visitor sets it from the cluster's
     threads): Beam's keeps its input's partition count, which for a few large groups (assemble's buckets) is a few
@@ -186,7 +178,7 @@ class _GroupByKey(ops.DaskBagOp):
     def apply(self, input_bag, side_inputs=None):
         if input_bag.npartitions < self.partitions:  # a task shuffle keeps its input's partition count
             input_bag = input_bag.repartition(npartitions=self.partitions)
-        return input_bag.groupby(_key).map(_grouped)
+        return ops.GroupByKey(self.applied, bag_kwargs=self.bag_kwargs).apply(input_bag)
 
 
 class _Create(ops.DaskBagOp):

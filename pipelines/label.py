@@ -13,11 +13,12 @@ import apache_beam as beam
 import polars as pl
 
 from rewardmill.pipelines.config import from_dict, load_section
-from rewardmill.pipelines.conservation import ConservationError, id_frame, labeled_or_rejected, reconcile, shard_rows
+from rewardmill.pipelines.conservation import ConservationError, id_frame, labeled_or_rejected, reconcile
 from rewardmill.pipelines.stage import (
     StageTimer,
     absolute_args,
     atomic_output,
+    count_rows,
     counter_totals,
     load_beam_config,
     run_pipeline,
@@ -123,7 +124,7 @@ def main(argv: list[str] | None = None) -> None:
     params = load_section(LabelerParams, "labelers", key=args.name)
     cls, _ = resolve(args.name, params)  # fail on a bad labeler config before any work
     out = args.out or f"data/labels/{args.name}"
-    total = shard_rows(args.rollouts)  # every one is accounted for (check_conservation)
+    total = count_rows(args.rollouts)  # every one is accounted for (check_conservation)
     stage = f"label@{args.name}"
     timer = StageTimer(stage)
     with atomic_output(out) as tmp:

@@ -10,7 +10,7 @@ import apache_beam as beam
 from apache_beam.ml.inference.base import RunInference
 
 from rewardmill.pipelines.config import load_section
-from rewardmill.pipelines.conservation import ConservationError, distinct_ids, id_frame, reconcile
+from rewardmill.pipelines.conservation import ConservationError, id_frame, reconcile
 from rewardmill.pipelines.stage import (
     REJECTS_DIR,
     StageTimer,
@@ -156,9 +156,9 @@ def _failed_rejects(failure, policy: str | None):
 
 def check_conservation(out_dir: str, prompts: int, members: int, n: int, failed: int) -> None:
     """Every (prompt, policy) has its n samples or one generation_error reject; fails naming the count otherwise."""
-    sampled = distinct_ids(out_dir, ["prompt_id", "policy"])
+    rows = id_frame(out_dir, ["prompt_id", "policy", "rollout_id"])
+    sampled = rows.select("prompt_id", "policy").unique().height
     reconcile(STAGE, inputs=prompts * members, outputs=sampled, rejects=failed, unit="(prompt, policy) pairs")
-    rows = id_frame(out_dir, ["rollout_id"])
     reconcile(STAGE, inputs=sampled * n, outputs=rows["rollout_id"].n_unique(), rejects=0, unit="samples")
     if rows.height != sampled * n:
         raise ConservationError(f"{STAGE}: {rows.height - sampled * n} duplicated rollouts; nothing was written")

@@ -19,12 +19,13 @@ from typing import Any
 
 import apache_beam as beam
 import pyarrow.parquet as pq
+from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from rewardmill.pipelines.config import canonical_json, load_section, params_hash
 from rewardmill.schemas import REJECT_V1
 from rewardmill.schemas.common import schema_id
-from rewardmill.transforms.io.parquet import WriteSortedParquet
+from rewardmill.transforms.io.parquet import WriteSortedParquet, list_shards
 
 log = logging.getLogger("rewardmill")
 
@@ -112,12 +113,14 @@ def load_beam_config() -> BeamConfig:
     return load_section(BeamConfig, "beam")
 
 
-LOCAL_RUNNERS = ("FnApiRunner", "DirectRunner", "DaskRunner")  # workers import the installed rewardmill
+# Runners whose workers import the installed rewardmill (RUNNERS' Dask runner too): no wheel to stage.
+LOCAL_RUNNERS = ("FnApiRunner", "DirectRunner", *RUNNERS.values())
 
 
 def pipeline_options(cfg: BeamConfig) -> PipelineOptions:
-    flags = [f"--runner={RUNNERS.get(cfg.runner, cfg.runner)}", *cfg.options]
-    if cfg.package and RUNNERS.get(cfg.runner, cfg.runner) not in {*LOCAL_RUNNERS, *RUNNERS.values()}:
+    runner = RUNNERS.get(cfg.runner, cfg.runner)
+    flags = [f"--runner={runner}", *cfg.options]
+    if cfg.package and runner not in LOCAL_RUNNERS:
         from rewardmill.pipelines.package import worker_wheel
 
         flags.append(f"--extra_package={worker_wheel()}")
@@ -183,8 +186,13 @@ def reject(stage: str, row_id: str | None, reason: str, detail: str = "", payloa
     }
 
 
-def count_rows(directory: Path) -> int:
-    return sum(pq.ParquetFile(p).metadata.num_rows for p in sorted(directory.glob("*.parquet")))
+def count_rows(directory: str | Path) -> int:
+    """Rows in the data shards of a stage output folder (local or a FileSystems URL), from the files' footers."""
+    total = 0
+    for path in list_shards(str(directory)):
+        with FileSystems.open(path) as fh:
+            total += pq.ParquetFile(fh).metadata.num_rows
+    return total
 
 
 def count_rejects(directory: Path) -> dict[str, int]:

@@ -114,8 +114,7 @@ def continuation_model(name: str, policy: str | None, policies: dict[str, dict],
 def selection(rollouts_dir: str, params: StepsParams) -> tuple[str, dict]:
     """The last chosen rollout id ("" when none is: no id is <= "") and the selection counts, from the rollouts' id
     columns."""
-    ids = id_frame(rollouts_dir, ["rollout_id", "task", "policy"])
-    rows = ids.with_columns(policy=ids["policy"].struct.field("name").alias("name").to_frame().to_struct()).to_dicts()
+    rows = id_frame(rollouts_dir, ["rollout_id", "task", "policy"]).to_dicts()  # policy: {name, fingerprint, ...}
     chosen, counts = select(rows, params.tasks, params.max_rollouts, params.policy)
     return (chosen[-1]["rollout_id"] if chosen else ""), counts
 

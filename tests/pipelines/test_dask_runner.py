@@ -74,12 +74,15 @@ class _Split(beam.DoFn):
 
 
 class _Append(beam.DoFn):
+    """Appends each element to a file (what reached this step, how many times) and passes it on."""
+
     def __init__(self, path: str):
         self.path = path
 
     def process(self, element):
         with open(self.path, "a") as fh:
             fh.write(f"{element}\n")
+        yield element
 
 
 def test_every_output_of_a_multi_output_pardo_reaches_only_its_consumer(cluster, tmp_path):
@@ -152,25 +155,13 @@ def test_bad_setups_fail_before_any_work(tmp_path):
     assert not ran.exists()
 
 
-class _Tally(beam.DoFn):
-    """Passes elements through, appending each to a file: how many times the step ran per element."""
-
-    def __init__(self, path: str):
-        self.path = path
-
-    def process(self, element):
-        with open(self.path, "a") as fh:
-            fh.write(f"{element}\n")
-        yield element
-
-
 def test_a_side_inputs_upstream_runs_once(cluster, tmp_path):
     """Upstream, every bundle that read a side input computed the side input's whole graph again (assemble read
     its rollouts twice and assembled every bucket twice)."""
     calls, out = tmp_path / "calls", tmp_path / "out"
 
     def build(p):
-        nums = p | beam.Create(range(10)) | "Tally" >> beam.ParDo(_Tally(str(calls)))
+        nums = p | beam.Create(range(10)) | "Tally" >> beam.ParDo(_Append(str(calls)))
         total = nums | "Total" >> beam.CombineGlobally(sum)  # a side input, and itself read through one
         shares = nums | "Share" >> beam.Map(lambda n, t: f"{n}/{t}", beam.pvalue.AsSingleton(total))
         _ = shares | "Write" >> beam.ParDo(_Append(str(out)))
