@@ -16,11 +16,9 @@ not a Python dict per row, and buckets spread over workers on a distributed runn
 import argparse
 import dataclasses
 import logging
-import shutil
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import apache_beam as beam
@@ -37,6 +35,7 @@ from rewardmill.pipelines.conservation import (
     reject_rows,
 )
 from rewardmill.pipelines.stage import (
+    REJECTS_DIR,
     StageTimer,
     absolute_args,
     atomic_output,
@@ -71,9 +70,10 @@ from rewardmill.transforms.aggregate.reward import LABEL_COLUMNS, AggregateConfi
 from rewardmill.transforms.aggregate.rl import RlConfig
 from rewardmill.transforms.aggregate.sft import SftConfig
 from rewardmill.transforms.filters.contamination import load_benchmarks
+from rewardmill.transforms.io import storage
 from rewardmill.transforms.io.frames import frame_to_table
 from rewardmill.transforms.io.json_file import WriteJson, pop_json
-from rewardmill.transforms.io.parquet import ReadStageOutput, WriteSortedParquet
+from rewardmill.transforms.io.parquet import ReadStageOutput, WriteSortedParquet, list_shards, read_table
 from rewardmill.transforms.io.tables import (
     ReadStageTables,
     TableSink,
@@ -99,6 +99,7 @@ OUTPUTS = {  # folder -> (schema, sort key columns)
     "sft": (SFT_V1, ("rollout_id",)),
 }
 REJECT_KEY = ("row_id", "reason", "stage")
+FLAGS = "flags"  # the tag of a bucket's prompt flags among its tagged parts
 SCRATCH = "_scratch"  # tables crossing shuffles as files (transforms/io/tables.spill_table); deleted when done
 COUNTS_FILE = "_counts.json"  # the buckets' summed counts; main() moves them into the manifests
 
@@ -162,22 +163,33 @@ class BucketShard(beam.DoFn):
 
 
 class ComputeFlags(beam.DoFn):
-    """[paths of prompt tables (PROMPT_COLUMNS), from every bucket] -> {prompt_id: (reason, detail)} over all
-    prompts (a prompt in several tables is seen once)."""
+    """[paths of prompt tables (PROMPT_COLUMNS), from every bucket] -> (bucket, ("flags", {prompt_id: (reason,
+    detail)})) for each bucket holding a flagged prompt. Near-duplicates need every prompt's text, so the flags are
+    found in one place over the prompt texts only; each bucket then gets its own prompts' flags through the bucket
+    shuffle (a keyed join), not all of them as a side input."""
 
-    def __init__(self, cfg: FiltersConfig):
+    def __init__(self, cfg: FiltersConfig, buckets: int):
         self.cfg = cfg
+        self.buckets = buckets
 
     def process(self, paths: list[str]):
         if not paths:  # no rollouts: no prompt to flag
-            yield {}
             return
         prompts = pl.from_arrow(pa.concat_tables([load_table(p).select(["prompt_id", "messages"]) for p in paths]))
         texts = prompts.select("prompt_id", text=user_text(pl.col("messages")))
         flags = prompt_flags(zip(texts["prompt_id"].to_list(), texts["text"].to_list(), strict=True), self.cfg)
         for reason, n in Counter(r for r, _ in flags.values()).items():
             beam.metrics.Metrics.counter(STAGE, f"prompts_{reason}").inc(n)
-        yield flags
+        if not flags:
+            return
+        ids = with_bucket(pl.DataFrame({"prompt_id": list(flags)}), self.buckets)
+        for (bucket,), part in ids.partition_by("_bucket", as_dict=True).items():
+            yield int(bucket), (FLAGS, {prompt_id: flags[prompt_id] for prompt_id in part["prompt_id"].to_list()})
+
+
+def with_bucket(frame: pl.DataFrame, buckets: int) -> pl.DataFrame:
+    """`frame` with `_bucket`: the bucket of its row's prompt (a prompt's rows, labels and flags share one)."""
+    return frame.with_columns(_bucket=(pl.col("prompt_id").hash(seed=0) % buckets).cast(pl.Int64))
 
 
 def split_by_bucket(table: pa.Table, tag: str, buckets: int, spill_dir: str) -> Iterable[tuple[int, tuple[str, str]]]:
@@ -185,14 +197,15 @@ def split_by_bucket(table: pa.Table, tag: str, buckets: int, spill_dir: str) -> 
     always share a bucket. Only paths cross the bucket shuffle (see transforms/io/tables.spill_table)."""
     if table.num_rows == 0:
         return
-    frame = pl.from_arrow(table).with_columns(_bucket=(pl.col("prompt_id").hash(seed=0) % buckets).cast(pl.Int64))
+    frame = with_bucket(pl.from_arrow(table), buckets)
     for (bucket,), part in frame.partition_by("_bucket", as_dict=True).items():
         yield int(bucket), (tag, spill_table(frame_to_table(part.drop("_bucket")), spill_dir))
 
 
 class AssembleBucket(ThreadedDoFn):
-    """(bucket, [(tag, path of a spilled table)]) + prompt flags -> the shard parts (tables.shard_parts) of its
-    output tables, sinks named by folder (`pairs`, `pairs/_rejects`, ...), and the bucket's counts tagged COUNTS.
+    """(bucket, [(tag, path of a spilled table) or (FLAGS, its prompts' flags)]) -> the shard parts
+    (tables.shard_parts) of its output tables, sinks named by folder (`pairs`, `pairs/_rejects`, ...), and the
+    bucket's counts tagged COUNTS.
     Two buckets run at once (polars releases the GIL; a bucket's Python parts then overlap the other's)."""
 
     def __init__(self, cfg: CoreConfig, sinks: dict[str, TableSink], spill_dir: str):
@@ -201,11 +214,15 @@ class AssembleBucket(ThreadedDoFn):
         self.sinks = sinks
         self.spill_dir = spill_dir
 
-    def work(self, element, flags: dict[str, tuple[str, str]]):
+    def work(self, element):
         _, tagged = element
         parts: dict[str, list[pa.Table]] = {"rollouts": [], "prompts": [], "labels": []}
-        for tag, path in tagged:  # in any order: the core's results do not depend on the order of rows
-            parts[tag].append(load_table(path))
+        flags: dict[str, tuple[str, str]] = {}
+        for tag, value in tagged:  # in any order: the core's results do not depend on the order of rows
+            if tag == FLAGS:
+                flags.update(value)
+            else:
+                parts[tag].append(load_table(value))
         rollouts = concat(parts["rollouts"], ROLLOUT_V2, SAMPLE_COLUMNS)
         prompts = concat(parts["prompts"], ROLLOUT_V2, PROMPT_COLUMNS)
         labels = concat(parts["labels"], LABEL_V1, LABEL_COLUMNS)
@@ -308,7 +325,7 @@ class AssemblePrm(beam.PTransform):
             | "Join step labels" >> beam.CoGroupByKey()
             | "PRM rows" >> beam.ParDo(MakePrmRows(self.truncate_after_error)).with_outputs(REJECTED, main="rows")
         )
-        write_rejects(prm[REJECTED], Path(self.prm_dir))
+        write_rejects(prm[REJECTED], self.prm_dir)
         return prm.rows | "Write PRM rows" >> WriteSortedParquet(
             self.prm_dir, PRM_V1, sort_key=lambda r: f"{r['labeler']}\x00{r['rollout_id']}", num_shards=self.num_shards
         )
@@ -318,52 +335,50 @@ def build(
     p, cfg: AssembleConfig, rollouts_dir: str, label_dirs: list[str], out_dir: str, steps_dirs: list[str] | None = None
 ) -> None:
     """The pipeline; big tables cross its shuffles as files under `out_dir/_scratch/` (main() deletes it)."""
-    scratch = Path(out_dir) / SCRATCH
+    scratch = storage.join(out_dir, SCRATCH)
     rollout_parts = (
         p
         | "Rollout shards" >> beam.Create(stage_shards(rollouts_dir))
-        | "Bucket rollouts" >> beam.ParDo(BucketShard("rollouts", cfg.buckets, str(scratch)))
+        | "Bucket rollouts" >> beam.ParDo(BucketShard("rollouts", cfg.buckets, scratch))
     )
     flags = (
         rollout_parts
         | "Prompt paths" >> beam.FlatMap(lambda part: [part[1][1]] if part[1][0] == "prompts" else [])
         | "All prompts" >> beam.combiners.ToList()
-        | "Prompt filters" >> beam.ParDo(ComputeFlags(cfg.filters))
+        | "Prompt filters" >> beam.ParDo(ComputeFlags(cfg.filters, cfg.buckets))
     )
-    bucketed = [rollout_parts]
+    bucketed = [rollout_parts, flags]
     for i, directory in enumerate(label_dirs):
         bucketed.append(
             p
             | f"Label shards {i}" >> beam.Create(stage_shards(directory))
-            | f"Bucket labels {i}" >> beam.ParDo(BucketShard("labels", cfg.buckets, str(scratch)))
+            | f"Bucket labels {i}" >> beam.ParDo(BucketShard("labels", cfg.buckets, scratch))
         )
     buckets = tuple(bucketed) | "All buckets" >> beam.Flatten() | "Group buckets" >> beam.GroupByKey()
     sinks = {}
     for name, (schema, key) in OUTPUTS.items():
-        folder = Path(out_dir) / name
-        sinks[name] = TableSink(str(folder), schema, key, cfg.num_shards)
-        sinks[f"{name}/_rejects"] = TableSink(str(folder / "_rejects"), REJECT_V1, REJECT_KEY)
+        folder = storage.join(out_dir, name)
+        sinks[name] = TableSink(folder, schema, key, cfg.num_shards)
+        sinks[f"{name}/_rejects"] = TableSink(storage.join(folder, REJECTS_DIR), REJECT_V1, REJECT_KEY)
     core = cfg.core()  # balance_length runs once over all pairs, after the buckets (balance_pairs_output)
     core = dataclasses.replace(core, pairs=dataclasses.replace(core.pairs, balance_length=False))
-    assemble = AssembleBucket(core, sinks, str(scratch / "outputs"))
-    results = buckets | "Assemble buckets" >> beam.ParDo(assemble, beam.pvalue.AsSingleton(flags)).with_outputs(
-        COUNTS, main="parts"
-    )
+    assemble = AssembleBucket(core, sinks, storage.join(scratch, "outputs"))
+    results = buckets | "Assemble buckets" >> beam.ParDo(assemble).with_outputs(COUNTS, main="parts")
     _ = results.parts | "Write outputs" >> WriteTables(sinks, parts=True)
     _ = (
         results[COUNTS]
         | "Sum counts" >> beam.CombineGlobally(sum_counts)
-        | "Write counts" >> beam.ParDo(WriteJson(f"{out_dir}/{COUNTS_FILE}"))
+        | "Write counts" >> beam.ParDo(WriteJson(storage.join(out_dir, COUNTS_FILE)))
     )
     if steps_dirs:
         rollout_tables = p | "Read rollouts" >> ReadStageTables(rollouts_dir, ROLLOUT_V2, list(ROLLOUT_COLUMNS))
         _ = rollout_tables | "PRM" >> AssemblePrm(
-            steps_dirs, str(Path(out_dir) / "prm"), cfg.prm_truncate_after_error, cfg.num_shards
+            steps_dirs, storage.join(out_dir, "prm"), cfg.prm_truncate_after_error, cfg.num_shards
         )
 
 
 def check_conservation(
-    out: Path, counts: dict[str, int], rollouts_dir: str, label_dirs: list[str], steps_dirs: list[str]
+    out: str, counts: dict[str, int], rollouts_dir: str, label_dirs: list[str], steps_dirs: list[str]
 ) -> None:
     """The buckets saw every rollout and label, and every output holds what they made: `_rewards` a row per
     rollout; `rl` and `sft` a row or a reject per prompt; `pairs` the pairs written; `prm` a row or a reject per
@@ -374,19 +389,19 @@ def check_conservation(
     reconcile(STAGE, inputs=rollouts, outputs=counts.get("rollouts", 0), rejects=0, unit="rollouts in the buckets")
     reconcile(STAGE, inputs=labels, outputs=counts.get("labels", 0), rejects=0, unit="labels in the buckets")
     reconcile(STAGE, inputs=prompts, outputs=counts.get("prompts", 0), rejects=0, unit="prompts in the buckets")
-    rewards = distinct_ids(str(out / "_rewards"), ["rollout_id"])
+    rewards = distinct_ids(storage.join(out, "_rewards"), ["rollout_id"])
     reconcile(f"{STAGE} _rewards", inputs=rollouts, outputs=rewards, rejects=0, unit="rollouts")
     for name in ("rl", "sft"):
-        rows = distinct_ids(str(out / name), ["prompt_id"])
+        rows = distinct_ids(storage.join(out, name), ["prompt_id"])
         reconcile(
             f"{STAGE} {name}",
             inputs=prompts,
             outputs=rows,
-            rejects=reject_rows(str(out / name)),
+            rejects=reject_rows(storage.join(out, name)),
             unit="prompts",
             allow_empty=True,
         )
-    pairs = distinct_ids(str(out / "pairs"), ["pair_id"])
+    pairs = distinct_ids(storage.join(out, "pairs"), ["pair_id"])
     reconcile(
         f"{STAGE} pairs",
         inputs=counts.get("pairs_written", 0),
@@ -398,12 +413,12 @@ def check_conservation(
     if steps_dirs:
         frames = [id_frame(d, ["rollout_id", "labeler"]) for d in steps_dirs]
         labeled = sum(f.unique().height for f in frames)
-        prm = distinct_ids(str(out / "prm"), ["rollout_id", "labeler"])
+        prm = distinct_ids(storage.join(out, "prm"), ["rollout_id", "labeler"])
         reconcile(
             f"{STAGE} prm",
             inputs=labeled,
             outputs=prm,
-            rejects=reject_rows(str(out / "prm")),
+            rejects=reject_rows(storage.join(out, "prm")),
             unit="(steps labeler, rollout) pairs",
             allow_empty=True,
         )
@@ -425,46 +440,55 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--out", default="data/datasets")
     args = absolute_args(parser.parse_args(argv), "rollouts", "labels", "steps", "out")
     setup_logging()
+    beam_cfg = load_beam_config()
     cfg = load_section(AssembleConfig, STAGE)
     # Only the labelers in params count: DVC does not delete the outputs of a labeler removed from params.
     names = sorted((read_params().get("labelers") or {}).keys())
     if not names:
         raise SystemExit("params.yaml: `labelers` is empty; assemble needs at least one labeler")
-    label_dirs = [str(Path(args.labels) / n) for n in names]
+    label_dirs = [storage.join(args.labels, n) for n in names]
     # Likewise only the steps labelers in params: no `steps` section (or an empty one) writes no prm/ folder.
     step_names = step_labeler_names()
-    steps_dirs = [str(Path(args.steps) / n) for n in step_names]
+    steps_dirs = [storage.join(args.steps, n) for n in step_names]
     try:
         cfg.aggregate.check_labelers(names)
     except ValueError as exc:
         raise ConfigError(f"params.yaml: 'assemble.aggregate': {exc}") from exc
     load_benchmarks(cfg.filters.decontaminate.files)  # a missing or malformed benchmark file fails before any work
+    for directory, what in [(args.rollouts, "rollouts"), *((d, "labels") for d in label_dirs)]:
+        storage.check_readable(directory, what)
     timer = StageTimer(STAGE)
     with atomic_output(args.out) as tmp:
-        for name in OUTPUTS:
-            (tmp / name).mkdir()
-        if steps_dirs:
-            (tmp / "prm").mkdir()
-        run_pipeline(lambda p: build(p, cfg, args.rollouts, label_dirs, str(tmp), steps_dirs), load_beam_config())
-        shutil.rmtree(tmp / SCRATCH, ignore_errors=True)
-        counts = pop_json(str(tmp / COUNTS_FILE))
+        for name in [*OUTPUTS, *(["prm"] if steps_dirs else [])]:
+            storage.make_folder(storage.join(tmp, name))
+        run_pipeline(lambda p: build(p, cfg, args.rollouts, label_dirs, tmp, steps_dirs), beam_cfg)
+        storage.remove_tree(storage.join(tmp, SCRATCH))
+        counts = pop_json(storage.join(tmp, COUNTS_FILE))
         if counts is None:
             raise ConservationError(f"{STAGE}: the runner did not run the buckets' counts; nothing was written")
         if cfg.pairs.balance_length:
-            pairs_sink = TableSink(str(tmp / "pairs"), PAIR_V2, OUTPUTS["pairs"][1], cfg.num_shards)
-            rejects_sink = TableSink(str(tmp / "pairs" / "_rejects"), REJECT_V1, REJECT_KEY)
+            pairs_sink = TableSink(storage.join(tmp, "pairs"), PAIR_V2, OUTPUTS["pairs"][1], cfg.num_shards)
+            rejects_sink = TableSink(storage.join(tmp, "pairs", REJECTS_DIR), REJECT_V1, REJECT_KEY)
             moved = balance_pairs_output(pairs_sink, rejects_sink, STAGE)
             if moved:
                 counts["pairs_dropped"] = counts.get("pairs_dropped", 0) + moved
                 counts["pairs_written"] = counts.get("pairs_written", 0) - moved
         check_conservation(tmp, counts, args.rollouts, label_dirs, steps_dirs)
         inputs = {"rollouts": args.rollouts, **{f"labels/{n}": d for n, d in zip(names, label_dirs, strict=True)}}
-        common = {"labelers": names, "labeler_versions": labeler_versions(tmp / "_rewards"), "counts": counts}
+        common = {
+            "labelers": names,
+            "labeler_versions": labeler_versions(storage.join(tmp, "_rewards")),
+            "counts": counts,
+        }
         manifests = {}
         for name, (schema, _) in OUTPUTS.items():
-            extra = {**common, "pair_types": value_counts(tmp / name, "pair_type")} if name == "pairs" else common
+            extra = (
+                {**common, "pair_types": value_counts(storage.join(tmp, name), "pair_type")}
+                if name == "pairs"
+                else common
+            )
             manifests[name] = write_manifest(
-                tmp / name, stage=STAGE, schema=schema, config=cfg, inputs=inputs, extra=extra
+                storage.join(tmp, name), stage=STAGE, schema=schema, config=cfg, inputs=inputs, extra=extra
             )
             log.info("%s: %s: %d rows, rejects %s", STAGE, name, manifests[name]["rows"], manifests[name]["rejects"])
         if steps_dirs:
@@ -473,7 +497,7 @@ def main(argv: list[str] | None = None) -> None:
                 for n in step_names
             }
             manifests["prm"] = write_manifest(
-                tmp / "prm",
+                storage.join(tmp, "prm"),
                 stage=STAGE,
                 schema=PRM_V1,
                 config=cfg,
@@ -487,21 +511,22 @@ def main(argv: list[str] | None = None) -> None:
     timer.done(manifests["pairs"])
 
 
-def labeler_versions(rewards_dir: Path) -> dict[str, list[str]]:
+def labeler_versions(rewards_dir: str) -> dict[str, list[str]]:
     """labeler -> the versions that scored rollouts (from `label_sources`, "labeler@version")."""
     versions: dict[str, set[str]] = {}
-    for path in sorted(rewards_dir.glob("*.parquet")):
-        sources = pl.read_parquet(path, columns=["label_sources"])["label_sources"].explode().drop_nulls().unique()
+    for path in list_shards(rewards_dir):
+        sources = pl.from_arrow(read_table(path, columns=["label_sources"]))["label_sources"]
+        sources = sources.explode().drop_nulls().unique()
         for source in sources.to_list():
             labeler, _, version = source.rpartition("@")
             versions.setdefault(labeler, set()).add(version)
     return {k: sorted(v) for k, v in sorted(versions.items())}
 
 
-def value_counts(directory: Path, column: str) -> dict[str, int]:
+def value_counts(directory: str, column: str) -> dict[str, int]:
     counts: Counter[str] = Counter()
-    for path in sorted(directory.glob("*.parquet")):
-        counts.update(pl.read_parquet(path, columns=[column])[column].to_list())
+    for path in list_shards(directory):
+        counts.update(read_table(path, columns=[column]).column(column).to_pylist())
     return dict(sorted(counts.items()))
 
 

@@ -17,8 +17,8 @@ Everything else is Beam's: the same translations for the other transforms, optio
 
 Two things a stage's driver has and remote workers lack are carried over: its working directory (params name folders
 relative to the DVC project, such as a judge's `models/policy`; a bundle runs there when the worker sees that folder,
-that is when the project is on a mount every worker shares) and its offline settings (`OFFLINE_ENV`: nothing may
-download weights on a worker either).
+that is when the project is on a mount every worker shares), its offline settings (`OFFLINE_ENV`: nothing may
+download weights on a worker either) and its FileSystems options (`_DriverSettings`: an s3:// endpoint, a region).
 """
 
 import os
@@ -32,6 +32,7 @@ from apache_beam.runners.dask import dask_runner as upstream
 from apache_beam.runners.dask import overrides as upstream_overrides
 from apache_beam.runners.dask import transform_evaluator as ops
 from apache_beam.transforms.sideinputs import SideInputMap
+from distributed import WorkerPlugin
 
 
 def _is_tag(item, tag) -> bool:
@@ -48,8 +49,22 @@ def _untag(item):
 OFFLINE_ENV = ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE", "TOKENIZERS_PARALLELISM")
 
 
-def _set_env(env: dict[str, str]) -> None:
-    os.environ.update(env)
+class _DriverSettings(WorkerPlugin):
+    """A Dask worker plugin: the driver's offline env and Beam FileSystems' options (an s3:// endpoint, region,
+    credentials given as options), set on every worker, including ones that join later."""
+
+    name = "rewardmill-driver-settings"  # registering again (the next stage) replaces it
+
+    def __init__(self, env: dict[str, str], options: dict):
+        self.env = env
+        self.options = options  # the pipeline's options that differ from Beam's defaults
+
+    def setup(self, worker=None) -> None:
+        from apache_beam.io.filesystems import FileSystems
+        from apache_beam.options.pipeline_options import PipelineOptions
+
+        os.environ.update(self.env)
+        FileSystems.set_options(PipelineOptions.from_dictionary(self.options))
 
 
 def _is_daemon() -> bool:
@@ -250,7 +265,8 @@ class DaskRunner(upstream.DaskRunner):
         dask_options = options.view_as(upstream.DaskOptions).get_all_options(drop_default=True, current_only=True)
         bag_kwargs = upstream.DaskOptions._extract_bag_kwargs(dask_options)
         client = connect(dask_options)
-        client.run(_set_env, {k: os.environ[k] for k in OFFLINE_ENV if k in os.environ})
+        env = {k: os.environ[k] for k in OFFLINE_ENV if k in os.environ}
+        client.register_plugin(_DriverSettings(env, options.get_all_options(drop_default=True)))
         pipeline.replace_all(upstream.dask_overrides())
         # groups and created items spread over 4 partitions per worker thread: a few large ones still land on
         # different workers

@@ -264,7 +264,8 @@ def main(argv: list[str] | None = None) -> None:
         inputs={"datasets": digest_path(args.datasets)},
     )
     timer = StageTimer(STAGE)
-    with atomic_output(args.out) as tmp:
+    with atomic_output(args.out) as folder:  # a local folder: the Hub layout `rewardmill push` uploads
+        tmp = Path(folder)
         run_pipeline(
             lambda p: build(p, cfg, args.datasets, str(tmp), manifests, provenance, args.repo_id), load_beam_config()
         )

@@ -7,7 +7,6 @@ judge, a panel's agreement, ...) and this run's judge calls and tokens (Beam cou
 
 import argparse
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import apache_beam as beam
 import polars as pl
@@ -28,6 +27,7 @@ from rewardmill.pipelines.stage import (
     write_rejects,
 )
 from rewardmill.schemas import LABEL_V1, ROLLOUT_V2
+from rewardmill.transforms.io import storage
 from rewardmill.transforms.io.json_file import WriteJson, pop_json
 from rewardmill.transforms.io.parquet import ReadStageOutput, WriteSortedParquet
 from rewardmill.transforms.labelers import get_labeler_class
@@ -75,14 +75,14 @@ def build(
     _ = labeled.labels | "Write labels" >> WriteSortedParquet(
         out_dir, LABEL_V1, sort_key=lambda r: f"{r['rollout_id']}\x00{r['aspect']}", num_shards=params.num_shards
     )
-    write_rejects(labeled[REJECTED], Path(out_dir))
+    write_rejects(labeled[REJECTED], out_dir)
     # Rows of tasks this labeler does not handle are neither labels nor rejects: count them by task.
     _ = (
         labeled[NOT_APPLICABLE]
         | "Task of routed rows" >> beam.Map(lambda item: item[0] or "unknown")
         | "Count by task" >> beam.combiners.Count.PerElement()
         | "All counts" >> beam.combiners.ToDict()
-        | "Write counts" >> beam.ParDo(WriteJson(f"{out_dir}/{NOT_APPLICABLE_FILE}"))
+        | "Write counts" >> beam.ParDo(WriteJson(storage.join(out_dir, NOT_APPLICABLE_FILE)))
     )
 
 
@@ -121,20 +121,22 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--metrics", default=None, help="write the stage's DVC metrics JSON here")
     args = absolute_args(parser.parse_args(argv), "rollouts", "out", "cache")
     setup_logging()
+    beam_cfg = load_beam_config()
     params = load_section(LabelerParams, "labelers", key=args.name)
     cls, _ = resolve(args.name, params)  # fail on a bad labeler config before any work
     out = args.out or f"data/labels/{args.name}"
+    storage.check_readable(args.rollouts, "rollouts")
     total = count_rows(args.rollouts)  # every one is accounted for (check_conservation)
     stage = f"label@{args.name}"
     timer = StageTimer(stage)
     with atomic_output(out) as tmp:
         result = run_pipeline(
-            lambda p: build(p, args.name, params, args.rollouts, str(tmp), args.cache, args.cache_flush_every, total),
-            load_beam_config(),
+            lambda p: build(p, args.name, params, args.rollouts, tmp, args.cache, args.cache_flush_every, total),
+            beam_cfg,
         )
-        not_applicable = dict(sorted((pop_json(str(tmp / NOT_APPLICABLE_FILE)) or {}).items()))
-        check_conservation(stage, str(tmp), total, not_applicable)
-        check_not_all_errors(stage, str(tmp))
+        not_applicable = dict(sorted((pop_json(storage.join(tmp, NOT_APPLICABLE_FILE)) or {}).items()))
+        check_conservation(stage, tmp, total, not_applicable)
+        check_not_all_errors(stage, tmp)
         stats = label_stats(tmp, cls)  # the labeler's own summary (e.g. which sandbox ran code) goes in the manifest
         manifest = write_manifest(
             tmp,

@@ -2,6 +2,7 @@
 
 import argparse
 from dataclasses import dataclass
+from pathlib import Path
 
 import apache_beam as beam
 
@@ -37,7 +38,8 @@ def main(argv: list[str] | None = None) -> None:
     setup_logging()
     cfg = load_section(ModelConfig, "model")
     timer = StageTimer("model")
-    with atomic_output(args.out) as tmp:
+    with atomic_output(args.out) as folder:  # a local folder: transformers loads the weights from disk
+        tmp = Path(folder)
         run_pipeline(
             lambda p: (
                 p | "Source" >> beam.Create([cfg.source]) | "Materialize" >> beam.ParDo(_Materialize(cfg, str(tmp)))

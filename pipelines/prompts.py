@@ -11,6 +11,7 @@ from rewardmill.pipelines.config import ConfigError, load_section
 from rewardmill.pipelines.conservation import ConservationError, distinct_ids, reconcile, reject_rows
 from rewardmill.pipelines.stage import (
     StageTimer,
+    absolute_args,
     atomic_output,
     load_beam_config,
     reject,
@@ -20,6 +21,7 @@ from rewardmill.pipelines.stage import (
     write_rejects,
 )
 from rewardmill.schemas import PROMPT_V1
+from rewardmill.transforms.io import storage
 from rewardmill.transforms.io.json_file import WriteJson, pop_json
 from rewardmill.transforms.io.parquet import WriteSortedParquet
 from rewardmill.transforms.sources.normalize import RecordError, normalize
@@ -95,13 +97,11 @@ class Dedup(beam.DoFn):
 
 
 def build(p, cfg: PromptsConfig, out_dir: str) -> None:
-    from pathlib import Path
-
     records = p | "Sources" >> beam.Create(cfg.parsed_sources()) | "Read sources" >> beam.ParDo(ReadSource())
     _ = (
         records
         | "Count records" >> beam.combiners.Count.Globally()
-        | "Write record count" >> beam.ParDo(WriteJson(f"{out_dir}/{RECORDS_FILE}"))
+        | "Write record count" >> beam.ParDo(WriteJson(storage.join(out_dir, RECORDS_FILE)))
     )
     normalized = records | "Normalize" >> beam.ParDo(Normalize(cfg.test_fraction)).with_outputs(REJECTED, main="rows")
     deduped = (
@@ -113,7 +113,7 @@ def build(p, cfg: PromptsConfig, out_dir: str) -> None:
         out_dir, PROMPT_V1, sort_key=_prompt_key, num_shards=cfg.num_shards
     )
     rejects = (normalized[REJECTED], deduped[REJECTED]) | "All rejects" >> beam.Flatten()
-    write_rejects(rejects, Path(out_dir))
+    write_rejects(rejects, out_dir)
 
 
 def _prompt_key(row: dict[str, Any]) -> str:
@@ -123,22 +123,23 @@ def _prompt_key(row: dict[str, Any]) -> str:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--out", default="data/prompts")
-    args = parser.parse_args(argv)
+    args = absolute_args(parser.parse_args(argv), "out")
     setup_logging()
+    beam_cfg = load_beam_config()
     cfg = load_section(PromptsConfig, "prompts")
     cfg.parsed_sources()  # fail on a bad source before any work
     timer = StageTimer(STAGE)
     with atomic_output(args.out) as tmp:
-        run_pipeline(lambda p: build(p, cfg, str(tmp)), load_beam_config())
-        records = pop_json(str(tmp / RECORDS_FILE))
+        run_pipeline(lambda p: build(p, cfg, tmp), beam_cfg)
+        records = pop_json(storage.join(tmp, RECORDS_FILE))
         if records is None:
             raise ConservationError(f"{STAGE}: the runner did not run the record count; nothing was written")
         # every source record is a prompt or a reject (invalid, duplicate, ...)
         reconcile(
             STAGE,
             inputs=records,
-            outputs=distinct_ids(str(tmp), ["prompt_id"]),
-            rejects=reject_rows(str(tmp)),
+            outputs=distinct_ids(tmp, ["prompt_id"]),
+            rejects=reject_rows(tmp),
             unit="source records",
         )
         manifest = write_manifest(tmp, stage=STAGE, schema=PROMPT_V1, config=cfg)

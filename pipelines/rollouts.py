@@ -27,6 +27,7 @@ from rewardmill.pipelines.stage import (
     write_rejects,
 )
 from rewardmill.schemas import PROMPT_V1, ROLLOUT_V2
+from rewardmill.transforms.io import storage
 from rewardmill.transforms.io.parquet import ReadStageOutput, WriteSortedParquet, read_rows
 from rewardmill.transforms.sampling.cache import COUNTERS, RolloutCache
 from rewardmill.transforms.sampling.openai_backend import EndpointPolicy, OpenAIPolicyHandler, check_reachable
@@ -111,8 +112,6 @@ def build(
 ):
     """Every member samples the same batches; their rows meet in one sorted output (pool members one after
     another per prompt, by name), and their failed batches in one reject file."""
-    from pathlib import Path
-
     groups = max(1, math.ceil(total / (cfg.batch_size * 4)))  # parallelism for runners with many workers
     sampling = cfg.sampling()
     pooled = bool(cfg.policies)
@@ -138,7 +137,7 @@ def build(
     merged = rows[0] if len(rows) == 1 else rows | "Pool rollouts" >> beam.Flatten()
     _ = merged | "Write rollouts" >> WriteSortedParquet(out_dir, ROLLOUT_V2, _rollout_key, cfg.num_shards)
     rejected = failed[0] if len(failed) == 1 else failed | "Pool failures" >> beam.Flatten()
-    write_rejects(rejected, Path(out_dir))
+    write_rejects(rejected, out_dir)
 
 
 def _rollout_key(row: dict[str, Any]) -> str:
@@ -185,6 +184,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--cache", default=None, help="rollout cache folder, kept across runs (off when unset)")
     args = absolute_args(parser.parse_args(argv), "prompts", "model", "out", "cache")
     setup_logging()
+    beam_cfg = load_beam_config()
     cfg = load_section(RolloutsConfig, STAGE)
     try:
         members = cfg.pool(args.model)
@@ -193,12 +193,13 @@ def main(argv: list[str] | None = None) -> None:
     for m in members:
         if m.backend == "openai":  # nothing is sampled while an endpoint is down
             check_reachable(m.openai)
+    storage.check_readable(args.prompts, "prompts")
     total = read_manifest(args.prompts)["rows"]
     timer = StageTimer(STAGE)
     with atomic_output(args.out) as tmp:
         result = run_pipeline(
-            lambda p: build(p, cfg, args.prompts, members, total, str(tmp), args.cache),
-            load_beam_config(),
+            lambda p: build(p, cfg, args.prompts, members, total, tmp, args.cache),
+            beam_cfg,
         )
         manifest = write_manifest(
             tmp,
@@ -211,14 +212,14 @@ def main(argv: list[str] | None = None) -> None:
         )
         failed = manifest["rejects"].get("generation_error", 0)
         if failed > cfg.max_generation_errors:  # nothing is renamed into place: a rerun resumes from the cache
-            first = next(r for r in read_rows(str(tmp / REJECTS_DIR)) if r["reason"] == "generation_error")
+            first = next(r for r in read_rows(storage.join(tmp, REJECTS_DIR)) if r["reason"] == "generation_error")
             raise SystemExit(
                 f"rollouts: generation failed for {failed} of {total} prompts (rollouts.max_generation_errors = "
                 f"{cfg.max_generation_errors}); first: prompt {first['row_id']}: {first['detail']}. Batches that "
                 f"finished are in the rollouts cache ({args.cache or 'off: pass --cache'}): fix the cause and rerun "
                 "to resume"
             )
-        check_conservation(str(tmp), total, len(members), cfg.n, sum(manifest["rejects"].values()))
+        check_conservation(tmp, total, len(members), cfg.n, sum(manifest["rejects"].values()))
     # Cache use goes to the log, not the manifest: the output must not depend on what was cached.
     counts = counter_totals(result, COUNTERS)
     if counts:

@@ -25,7 +25,8 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from rewardmill.pipelines.config import canonical_json, load_section, params_hash
 from rewardmill.schemas import REJECT_V1
 from rewardmill.schemas.common import schema_id
-from rewardmill.transforms.io.parquet import WriteSortedParquet, list_shards
+from rewardmill.transforms.io import storage
+from rewardmill.transforms.io.parquet import WriteSortedParquet, list_shards, read_table
 
 log = logging.getLogger("rewardmill")
 
@@ -110,17 +111,24 @@ def absolute_args(args, *names: str):
 
 
 def load_beam_config() -> BeamConfig:
-    return load_section(BeamConfig, "beam")
+    """params `beam`; its options also go to Beam FileSystems in this process, so the driver's own reads and writes
+    (manifests, counts, the output's publishing) reach s3:// or gs:// the way the workers do. Load it before the
+    first file operation."""
+    cfg = load_section(BeamConfig, "beam")
+    FileSystems.set_options(pipeline_options(cfg, stage_wheel=False))
+    return cfg
 
 
 # Runners whose workers import the installed rewardmill (RUNNERS' Dask runner too): no wheel to stage.
 LOCAL_RUNNERS = ("FnApiRunner", "DirectRunner", *RUNNERS.values())
 
 
-def pipeline_options(cfg: BeamConfig) -> PipelineOptions:
+def pipeline_options(cfg: BeamConfig, stage_wheel: bool = True) -> PipelineOptions:
+    """The runner's flags from params `beam`; `stage_wheel=False` skips building the workers' wheel (the driver's
+    FileSystems need only the storage options)."""
     runner = RUNNERS.get(cfg.runner, cfg.runner)
     flags = [f"--runner={runner}", *cfg.options]
-    if cfg.package and runner not in LOCAL_RUNNERS:
+    if cfg.package and stage_wheel and runner not in LOCAL_RUNNERS:
         from rewardmill.pipelines.package import worker_wheel
 
         flags.append(f"--extra_package={worker_wheel()}")
@@ -149,16 +157,28 @@ def setup_logging() -> None:
 
 
 @contextlib.contextmanager
-def atomic_output(out: str | Path) -> Iterator[Path]:
+def atomic_output(out: str | Path) -> Iterator[str]:
     """Yield a temp folder beside `out` (absolute: workers of a cluster runner run in other working directories); on
-    success it replaces `out` whole, on failure it is removed."""
+    success it replaces `out` whole, on failure it is removed. On an object store (s3://, gs://) the temp folder is
+    a sibling prefix, its writability is checked first, and it is published manifests last (`publish_folder`)."""
+    if storage.is_url(out):
+        tmp = f"{str(out).rstrip('/')}.tmp-{os.getpid()}"
+        storage.check_writable(tmp)
+        storage.remove_tree(tmp)
+        try:
+            yield tmp
+        except BaseException:
+            storage.remove_tree(tmp)
+            raise
+        storage.publish_folder(tmp, str(out), last=MANIFEST)
+        return
     out = Path(out).resolve()
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(f"{out.name}.tmp-{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir()
     try:
-        yield tmp
+        yield str(tmp)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
@@ -169,10 +189,12 @@ def atomic_output(out: str | Path) -> Iterator[Path]:
     shutil.rmtree(old, ignore_errors=True)
 
 
-def write_rejects(rejects, directory: Path) -> None:
+def write_rejects(rejects, directory: str) -> None:
     """Write a PCollection of REJECT_V1 rows to `directory/_rejects/` (always, even when empty)."""
     _ = rejects | "Write rejects" >> WriteSortedParquet(
-        str(directory / REJECTS_DIR), REJECT_V1, sort_key=lambda r: f"{r['row_id']}\x00{r['reason']}\x00{r['stage']}"
+        storage.join(directory, REJECTS_DIR),
+        REJECT_V1,
+        sort_key=lambda r: f"{r['row_id']}\x00{r['reason']}\x00{r['stage']}",
     )
 
 
@@ -195,28 +217,28 @@ def count_rows(directory: str | Path) -> int:
     return total
 
 
-def count_rejects(directory: Path) -> dict[str, int]:
+def count_rejects(directory: str | Path) -> dict[str, int]:
     reasons: Counter[str] = Counter()
-    for path in sorted((directory / REJECTS_DIR).glob("*.parquet")):
-        reasons.update(pq.read_table(path, columns=["reason"]).column("reason").to_pylist())
+    for path in list_shards(storage.join(directory, REJECTS_DIR)):
+        reasons.update(read_table(path, columns=["reason"]).column("reason").to_pylist())
     return dict(sorted(reasons.items()))
 
 
 def digest_path(path: str | Path) -> str:
-    """sha256 over a file or every file in a folder (relative names + bytes), in sorted order."""
-    path = Path(path)
+    """sha256 over a file or every file in a folder (relative names + bytes), in sorted order; local or a store."""
+    path = str(path)
     h = hashlib.sha256()
-    files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
-    for f in files:
-        h.update(str(f.relative_to(path) if path.is_dir() else f.name).encode() + b"\0")
-        with f.open("rb") as fh:
-            for chunk in iter(lambda: fh.read(1 << 20), b""):
+    single = storage.is_file(path)
+    for f in [path] if single else storage.files_under(path):
+        h.update((f.rsplit("/", 1)[-1] if single else storage.relative(f, path)).encode() + b"\0")
+        with FileSystems.open(f) as fh:
+            for chunk in iter(lambda fh=fh: fh.read(1 << 20), b""):
                 h.update(chunk)
     return h.hexdigest()
 
 
 def write_manifest(
-    directory: Path,
+    directory: str | Path,
     *,
     stage: str,
     schema,
@@ -235,7 +257,7 @@ def write_manifest(
         "inputs": {name: digest_path(p) for name, p in sorted((inputs or {}).items())},
         **(extra or {}),
     }
-    (directory / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+    storage.write_text(storage.join(directory, MANIFEST), json.dumps(manifest, indent=2, sort_keys=True) + "\n")
     return manifest
 
 
@@ -249,10 +271,10 @@ def write_json_atomic(path: str | Path, obj: Any) -> None:
 
 
 def read_manifest(directory: str | Path) -> dict[str, Any]:
-    path = Path(directory) / MANIFEST
-    if not path.exists():
+    path = storage.join(directory, MANIFEST)
+    if not storage.exists(path):
         raise FileNotFoundError(f"{path}: missing; the upstream stage did not finish (run `dvc repro`)")
-    return json.loads(path.read_text())
+    return json.loads(storage.read_text(path))
 
 
 class StageTimer:

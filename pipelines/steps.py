@@ -164,7 +164,7 @@ def build(
         sort_key=lambda r: f"{r['rollout_id']}\x00{r['step_index']:06d}",
         num_shards=params.num_shards,
     )
-    write_rejects(labeled[REJECTED], Path(out_dir))
+    write_rejects(labeled[REJECTED], out_dir)
 
 
 def check_conservation(stage: str, out_dir: str, selected: int) -> None:
@@ -183,6 +183,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--metrics", default=None, help="write the stage's DVC metrics JSON here")
     args = absolute_args(parser.parse_args(argv), "rollouts", "model", "out", "cache")
     setup_logging()
+    beam_cfg = load_beam_config()
     params = load_section(StepsParams, "steps", key=args.name)
     resolve(args.name, params)  # fail on a bad config before any work
     policies = read_manifest(args.rollouts).get("policies", {})  # the upstream stage finished
@@ -194,11 +195,11 @@ def main(argv: list[str] | None = None) -> None:
     with atomic_output(out) as tmp:
         result = run_pipeline(
             lambda p: build(
-                p, args.name, params, args.rollouts, model_dir, str(tmp), args.cache, last_id, chosen["selected"]
+                p, args.name, params, args.rollouts, model_dir, tmp, args.cache, last_id, chosen["selected"]
             ),
-            load_beam_config(),
+            beam_cfg,
         )
-        check_conservation(stage, str(tmp), chosen["selected"])
+        check_conservation(stage, tmp, chosen["selected"])
         manifest = write_manifest(
             tmp,
             stage=stage,

@@ -206,14 +206,15 @@ def main(argv: list[str] | None = None) -> None:
 
     qa = label_qa(subfolders(args.labels), args.rollouts, Path(args.datasets) / REWARDS)
     metrics["label_qa"] = qa_summary(qa)
-    with atomic_output(args.reports) as tmp:
+    with atomic_output(args.reports) as folder:  # local folders: DVC metrics and plots, and HTML pages
+        tmp = Path(folder)
         run_pipeline(lambda p: build(p, cfg, found, str(tmp)), load_beam_config())
         reports = [json.loads((tmp / f"{t.name}.json").read_text()) for t in found]
         build_data_docs(tmp)
         (tmp / LABEL_QA_JSON).write_text(report_json(qa))
         (tmp / LABEL_QA_HTML).write_text(render_html(qa), encoding="utf-8")
-    with atomic_output(args.plots) as tmp:
-        write_plots(tmp, *plot_inputs(args.datasets))
+    with atomic_output(args.plots) as folder:
+        write_plots(Path(folder), *plot_inputs(args.datasets))
     for r in reports:
         stats = r.get("statistics") or {}
         log.info(

@@ -72,7 +72,7 @@ def assemble_bucket(
     # a prompt's columns are equal on all its rows (its id is a hash of its messages): any copy will do
     prompt_rows = prompt_rows.unique("prompt_id", keep="any")
     present = set(ro["prompt_id"].unique().to_list())
-    flags = {p: f for p, f in flags.items() if p in present}  # the side input holds every bucket's flags
+    flags = {p: f for p, f in flags.items() if p in present}  # callers may pass flags of other buckets too
 
     orphans = lab.join(ro.select("rollout_id"), on="rollout_id", how="anti").select(
         row_id=pl.col("rollout_id") + "/" + pl.col("labeler") + "/" + pl.col("aspect"),

@@ -1,9 +1,11 @@
 """An append-only key -> JSON-dict store kept in JSONL segment files, for caches that must survive a killed stage.
 
-Each flush writes the pending entries as one new segment under a temp name and renames it into place, so a reader
-(or a rerun after `kill -9`) sees whole segments or nothing: what was flushed survives, what was not is recomputed.
-Segments are never rewritten, so several workers can append to one folder without locks. A torn or malformed line
-(an older format, a disk-full write outside this code) is skipped, which only costs recomputing that entry.
+Each flush writes the pending entries as one new segment: a local file under a temp name renamed into place, or one
+object PUT on a store such as s3://. A reader (or a rerun after `kill -9`) sees whole segments or nothing: what was
+flushed survives, what was not is recomputed. Segments are never rewritten, so several workers can append to one
+folder without locks, and the folder can be shared storage that all workers of a cluster reach (Beam FileSystems: a
+mount, s3://, gs://). A torn or malformed line (an older format, a disk-full write outside this code) is skipped,
+which only costs recomputing that entry.
 
 Used by the label cache (`transforms/labelers/cache.py`) and the judge call cache (`transforms/judges/call_cache.py`).
 One store per worker thread: it holds no locks, and pickling ships its settings only (each worker loads the
@@ -16,6 +18,8 @@ import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Generic, TypeVar
+
+from rewardmill.transforms.io import storage
 
 T = TypeVar("T")
 
@@ -43,7 +47,7 @@ class SegmentStore(Generic[T]):
     ):
         if flush_every < 1:
             raise ValueError("flush_every must be >= 1")
-        self.directory = Path(directory)
+        self.directory = str(directory)  # a local folder or a FileSystems URL
         self.field = field
         self.flush_every = flush_every
         self.encode = encode
@@ -68,14 +72,14 @@ class SegmentStore(Generic[T]):
     def _load(self) -> dict[str, T]:
         if self._entries is None:
             entries: dict[str, T] = {}
-            for path in sorted(self.directory.glob(SEGMENT_GLOB)):
-                with path.open(encoding="utf-8") as fh:
-                    for line in fh:
-                        try:
-                            item = json.loads(line)
-                            entries[item["key"]] = self.decode(item[self.field])
-                        except (json.JSONDecodeError, KeyError, TypeError, ValueError):
-                            continue  # torn or malformed line: the entry is simply recomputed
+            for path in storage.matching(self.directory, SEGMENT_GLOB):
+                # split on "\n" only: JSON text may hold U+2028 and other characters str.splitlines() splits on
+                for line in storage.read_bytes(path).decode("utf-8", errors="replace").split("\n"):
+                    try:
+                        item = json.loads(line)
+                        entries[item["key"]] = self.decode(item[self.field])
+                    except (json.JSONDecodeError, KeyError, TypeError, ValueError):
+                        continue  # torn or malformed line (or the last, empty one): the entry is simply recomputed
             self._entries = entries
         return self._entries
 
@@ -103,15 +107,9 @@ class SegmentStore(Generic[T]):
             self.flush()
 
     def flush(self) -> None:
-        """Write pending entries as one new segment, atomically (temp name, then rename)."""
+        """Write pending entries as one new segment, atomically (`storage.write_bytes`)."""
         if not self._pending:
             return
-        self.directory.mkdir(parents=True, exist_ok=True)
         name = f"segment-{os.getpid()}-{uuid.uuid4().hex}.jsonl"
-        tmp = self.directory / f".{name}.tmp"
-        with tmp.open("w", encoding="utf-8") as fh:
-            fh.write("".join(line + "\n" for line in self._pending))
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, self.directory / name)
+        storage.write_text(storage.join(self.directory, name), "".join(line + "\n" for line in self._pending))
         self._pending = []

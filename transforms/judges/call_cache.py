@@ -12,6 +12,7 @@ import hashlib
 from pathlib import Path
 
 from rewardmill.pipelines.config import canonical_json
+from rewardmill.transforms.io import storage
 from rewardmill.transforms.io.segments import SegmentStore
 from rewardmill.transforms.judges.client import Completion, JudgeClient, JudgeRequest, JudgeResponse, TokenLogprob
 
@@ -63,14 +64,15 @@ class CachedJudgeClient:
         self.inner = inner
         self.model_id = inner.model_id
         # One folder per model: a worker loads only the calls of the model it judges with.
-        directory = Path(cache_dir) / f"calls-{hashlib.sha256(self.model_id.encode()).hexdigest()[:16]}"
+        self.cache_dir = str(cache_dir)  # local or a FileSystems URL
+        directory = storage.join(cache_dir, f"calls-{hashlib.sha256(self.model_id.encode()).hexdigest()[:16]}")
         self._store = SegmentStore(directory, "response", flush_every, response_to_dict, response_from_dict)
 
     def __repr__(self) -> str:
-        return f"CachedJudgeClient({self.inner!r}, cache_dir={str(self._store.directory.parent)!r})"
+        return f"CachedJudgeClient({self.inner!r}, cache_dir={self.cache_dir!r})"
 
     @property
-    def directory(self) -> Path:
+    def directory(self) -> str:
         return self._store.directory
 
     def complete(self, requests: list[JudgeRequest]) -> list[JudgeResponse]:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from rewardmill.pipelines.config import canonical_json
+from rewardmill.transforms.io import storage
 from rewardmill.transforms.io.segments import SegmentStore
 from rewardmill.transforms.labelers.base import Label
 
@@ -100,7 +101,7 @@ class LabelCache:
     """Labels by record key, in JSONL segments under `root/<namespace>` (lines: {"key": ..., "label": {...}})."""
 
     def __init__(self, root: str | Path, labeler_cls, config: Any, flush_every: int = 64):
-        self.directory = Path(root) / namespace(labeler_cls, config)
+        self.directory = storage.join(root, namespace(labeler_cls, config))  # local or a FileSystems URL
         self._store = SegmentStore(self.directory, "label", flush_every, _label_to_dict, _label_from_dict)
 
     @property

@@ -9,7 +9,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-import pyarrow.parquet as pq
+from rewardmill.transforms.io.parquet import list_shards, read_table
 
 DIGITS = 6
 
@@ -21,8 +21,8 @@ def _mean(values: list[float]) -> float | None:
 def read_labels(directory: str | Path) -> list[dict]:
     """Label rows of every data shard in a stage folder (the `_rejects/` subfolder is not read)."""
     rows: list[dict] = []
-    for path in sorted(Path(directory).glob("*.parquet")):
-        rows.extend(pq.read_table(path).to_pylist())
+    for path in list_shards(str(directory)):
+        rows.extend(read_table(path).to_pylist())
     return rows
 
 

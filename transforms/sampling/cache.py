@@ -16,6 +16,7 @@ from typing import Any
 
 import apache_beam as beam
 
+from rewardmill.transforms.io import storage
 from rewardmill.transforms.io.segments import SegmentStore
 from rewardmill.transforms.sampling.params import Sample, SamplingParams
 
@@ -38,7 +39,7 @@ class RolloutCache:
         self.fingerprint = fingerprint
         self.sampling_json = sampling.to_json(backend)
         self.n = sampling.n
-        folder = Path(cache_dir) / f"{backend}-{fingerprint[:16]}" if cache_dir else None
+        folder = storage.join(cache_dir, f"{backend}-{fingerprint[:16]}") if cache_dir else None
         # flush_every never triggers: sample() flushes once per batch, so a batch is one segment
         self._store = SegmentStore(folder, "rollouts", 1 << 30, _encode, _decode) if folder else None
         self.generated = 0  # prompts this process sampled (cache misses)

@@ -14,8 +14,8 @@ import hashlib
 import json
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from pathlib import Path
 
+from rewardmill.transforms.io import storage
 from rewardmill.transforms.io.segments import SegmentStore
 from rewardmill.transforms.sampling.params import SamplingParams, prompt_seed
 
@@ -155,7 +155,7 @@ class CachedContinuer:
     def __init__(self, inner, cache_dir: str | None, fingerprint: str, flush_every: int = 64):
         self.inner, self.fingerprint = inner, fingerprint
         self._store = (
-            SegmentStore(Path(cache_dir) / f"{inner.backend}-{fingerprint[:16]}", "continuations", flush_every)
+            SegmentStore(storage.join(cache_dir, f"{inner.backend}-{fingerprint[:16]}"), "continuations", flush_every)
             if cache_dir
             else None
         )

@@ -82,7 +82,7 @@ def test_pickle_ships_settings_not_state(tmp_path):
     store.get("k")
     copy = pickle.loads(pickle.dumps(store))
     assert not copy.loaded and copy.pending == 0 and copy.hits == 0
-    assert (copy.directory, copy.field, copy.flush_every) == (tmp_path, "label", 5)
+    assert (copy.directory, copy.field, copy.flush_every) == (str(tmp_path), "label", 5)
 
 
 def test_flush_every_must_be_positive(tmp_path):

@@ -2,6 +2,7 @@
 
 import dataclasses
 import pickle
+from pathlib import Path
 
 import pytest
 
@@ -99,7 +100,7 @@ def test_make_client_and_pickling(policy_dir, tmp_path, monkeypatch):
     assert isinstance(plain, TransformersJudgeClient)
     cached = make_client(BackendConfig(model=str(policy_dir), cache_dir=str(tmp_path)))
     assert isinstance(cached, CachedJudgeClient) and cached.model_id == plain.model_id
-    assert cached.directory.parent == tmp_path
+    assert Path(cached.directory).parent == tmp_path
     copy = pickle.loads(pickle.dumps(cached))
     assert copy.model_id == cached.model_id and copy.directory == cached.directory
     assert isinstance(make_client(BackendConfig(kind="openai", base_url="http://localhost:1/v1")), OpenAIJudgeClient)

@@ -164,7 +164,7 @@ def replay(monkeypatch, tmp_path: Path) -> str:
     flushes never touch the committed file). Returns the recorded model id."""
     model_id = MODEL_ID_FILE.read_text().strip()
     directory = tmp_path / "replay"
-    cache_folder = CachedJudgeClient(NotRecorded(model_id), directory).directory
+    cache_folder = Path(CachedJudgeClient(NotRecorded(model_id), directory).directory)
     cache_folder.mkdir(parents=True)
     shutil.copy(CALLS_FILE, cache_folder / "segment-recorded.jsonl")
     monkeypatch.setattr(judge_base, "make_client", lambda backend: CachedJudgeClient(NotRecorded(model_id), directory))
@@ -184,7 +184,7 @@ def record(policy_dir: Path) -> None:
         cached.flush()
         lines = [
             json.loads(line)
-            for path in sorted(cached.directory.glob("segment-*.jsonl"))
+            for path in sorted(Path(cached.directory).glob("segment-*.jsonl"))
             for line in path.read_text(encoding="utf-8").splitlines()
         ]
     RECORDINGS.mkdir(exist_ok=True)
