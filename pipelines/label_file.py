@@ -30,6 +30,7 @@ from rewardmill.pipelines.stage import (
     write_rejects,
 )
 from rewardmill.schemas import LABEL_V1
+from rewardmill.transforms.io.json_file import WriteJson, pop_json
 from rewardmill.transforms.io.parquet import PARQUET_OPTIONS, WriteSortedParquet
 from rewardmill.transforms.io.parquet import read_rows as read_stage_rows
 from rewardmill.transforms.labelers import get_labeler_class
@@ -130,15 +131,15 @@ def main(argv: list[str] | None = None) -> None:
             _ = out.labels | "Write labels" >> WriteSortedParquet(
                 f"{work}/labels", LABEL_V1, sort_key=lambda r: f"{r['rollout_id']}\x00{r['aspect']}"
             )
-            write_rejects(out[REJECTED], Path(work))
+            write_rejects(out[REJECTED], work)
             _ = (
                 out[NOT_APPLICABLE]
                 | "Count skipped" >> beam.combiners.Count.Globally()
-                | beam.Map(lambda n: Path(f"{work}/skipped").write_text(str(n)))
+                | "Write skipped" >> beam.ParDo(WriteJson(f"{work}/skipped.json"))
             )
         labels = read_stage_rows(f"{work}/labels")
         rejected = read_stage_rows(f"{work}/{REJECTS_DIR}")
-        skipped = int(Path(f"{work}/skipped").read_text())
+        skipped = pop_json(f"{work}/skipped.json")
     for r in rejected:
         log.warning("row %s: %s (%s)", index.get(r["row_id"]), r["reason"], r["detail"])
     write_output([{**lab, "row": index[lab["rollout_id"]]} for lab in labels], args.output)

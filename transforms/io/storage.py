@@ -36,6 +36,12 @@ def files_under(folder: str | Path) -> list[str]:
     return sorted(m.path for m in FileSystems.match([join(folder, "**")])[0].metadata_list)
 
 
+def parent(path: str | Path) -> str:
+    """The folder holding `path` ("s3://b/cache" for "s3://b/cache/labels"; pathlib would fold the "//")."""
+    path = str(path).rstrip("/")
+    return path.rsplit("/", 1)[0] if is_url(path) else str(Path(path).parent)
+
+
 def matching(folder: str | Path, pattern: str) -> list[str]:
     """Files directly in `folder` whose names match the glob `pattern`, sorted ([] when the folder is missing)."""
     folder = str(folder)

@@ -1,11 +1,11 @@
 """The generic Beam wrapper: unpack a rollout row, call the labeler's pure `label(...)`, yield a LABEL_V1 row."""
 
 import logging
-from pathlib import Path
 
 import apache_beam as beam
 
 from rewardmill.pipelines.stage import reject
+from rewardmill.transforms.io import storage
 from rewardmill.transforms.io.progress import Progress
 from rewardmill.transforms.labelers.base import Label, label_row, safe_label
 from rewardmill.transforms.labelers.cache import LabelCache, record_key
@@ -77,7 +77,7 @@ class LabelRollouts(beam.DoFn):
         self.labeler = self.labeler_cls(self.config)
         if self.cache_dir and callable(getattr(self.labeler, "set_call_cache", None)):
             # Model-based labelers also cache every model call (by content hash) beside the label cache.
-            self.labeler.set_call_cache(str(Path(self.cache_dir).parent / "calls"))
+            self.labeler.set_call_cache(storage.join(storage.parent(self.cache_dir), "calls"))
         self.progress = Progress(f"label@{self.key}: rollouts", self.total)
 
     def process(self, element):

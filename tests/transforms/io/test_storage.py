@@ -66,3 +66,16 @@ def test_missing_credentials_fail_with_what_to_set(s3_endpoint, s3_bucket, monke
     monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
     with pytest.raises(storage.StorageError, match=r"cannot write there \(.*credentials.*AWS_ACCESS_KEY_ID"):
         storage.check_writable(f"{s3_bucket}/out")
+
+
+@pytest.mark.parametrize(
+    ("path", "expected"),
+    [
+        ("s3://bucket/cache/labels", "s3://bucket/cache"),  # pathlib would give "s3:/bucket/cache"
+        ("s3://bucket/cache/labels/", "s3://bucket/cache"),
+        ("/data/cache/labels", "/data/cache"),
+        ("cache/labels", "cache"),
+    ],
+)
+def test_parent_keeps_a_url_whole(path, expected):
+    assert storage.parent(path) == expected
