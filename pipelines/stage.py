@@ -262,12 +262,8 @@ def write_manifest(
 
 
 def write_json_atomic(path: str | Path, obj: Any) -> None:
-    """Write JSON to a temp file beside `path`, then rename it into place (readers never see half a file)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f"{path.name}.tmp-{os.getpid()}")
-    tmp.write_text(json.dumps(obj, indent=2, sort_keys=True) + "\n")
-    os.replace(tmp, path)
+    """Write JSON whole or not at all (`storage.write_text`: temp file then rename; readers never see half a file)."""
+    storage.write_text(path, json.dumps(obj, indent=2, sort_keys=True) + "\n")
 
 
 def read_manifest(directory: str | Path) -> dict[str, Any]:

@@ -14,6 +14,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 
+from rewardmill.transforms.io import storage
+
 PARQUET_OPTIONS = {"compression": "zstd", "write_statistics": True}
 
 
@@ -64,9 +66,7 @@ def read_table(path: str, schema: pa.Schema | None = None, columns: list[str] | 
 
 def list_shards(directory: str) -> list[str]:
     """Data shards of a stage output folder, sorted; `_rejects/` and `_manifest.json` are not data."""
-    pattern = FileSystems.join(directory, "*.parquet")
-    matches = FileSystems.match([pattern])[0].metadata_list
-    return sorted(m.path for m in matches)
+    return storage.matching(directory, "*.parquet")
 
 
 def read_rows(directory: str, schema: pa.Schema | None = None) -> list[dict[str, Any]]:

@@ -152,14 +152,15 @@ def publish_folder(tmp: str, out: str, last: str) -> None:
     """Replace the folder `out` by the finished folder `tmp` on a store: delete `out`'s files named `last` first,
     then its other files; move `tmp`'s other files, then its `last` files. A crash in between leaves `out` without
     a `last` file, which readers take as not finished."""
-    old = files_under(out)
-    old_last = [p for p in old if p.rsplit("/", 1)[-1] == last]
-    if old_last:
-        FileSystems.delete(old_last)
-    if len(old) > len(old_last):
-        FileSystems.delete([p for p in old if p not in old_last])
-    new = files_under(tmp)
-    for batch in ([p for p in new if p.rsplit("/", 1)[-1] != last], [p for p in new if p.rsplit("/", 1)[-1] == last]):
+
+    def last_after_others(paths: list[str]) -> tuple[list[str], list[str]]:
+        return [p for p in paths if p.rsplit("/", 1)[-1] != last], [p for p in paths if p.rsplit("/", 1)[-1] == last]
+
+    old_others, old_last = last_after_others(files_under(out))
+    for batch in (old_last, old_others):
+        if batch:
+            FileSystems.delete(batch)
+    for batch in last_after_others(files_under(tmp)):
         if batch:
             FileSystems.rename(batch, [join(out, relative(p, tmp)) for p in batch])
     remove_tree(tmp)

@@ -9,7 +9,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from rewardmill.transforms.io.parquet import list_shards, read_table
+from rewardmill.transforms.io.parquet import read_rows
 
 DIGITS = 6
 
@@ -18,16 +18,8 @@ def _mean(values: list[float]) -> float | None:
     return round(sum(values) / len(values), DIGITS) if values else None
 
 
-def read_labels(directory: str | Path) -> list[dict]:
-    """Label rows of every data shard in a stage folder (the `_rejects/` subfolder is not read)."""
-    rows: list[dict] = []
-    for path in list_shards(str(directory)):
-        rows.extend(read_table(path).to_pylist())
-    return rows
-
-
 def label_stats(directory: str | Path, labeler_cls=None) -> dict[str, Any]:
-    labels = read_labels(directory)
+    labels = read_rows(str(directory))  # the data shards only: `_rejects/` is not read
     scores = [r["score"] for r in labels if r["score"] is not None]
     stats: dict[str, Any] = {
         "labels": len(labels),
