@@ -477,6 +477,7 @@ def main(argv: list[str] | None = None) -> None:
         inputs = {"rollouts": args.rollouts, **{f"labels/{n}": d for n, d in zip(names, label_dirs, strict=True)}}
         common = {
             "labelers": names,
+            "gates": list(cfg.aggregate.gates),  # the rule verifiers: the exported card's GRPO reward functions
             "labeler_versions": labeler_versions(storage.join(tmp, "_rewards")),
             "counts": counts,
         }

@@ -32,6 +32,7 @@ from rewardmill.transforms.io.json_file import WriteJson, pop_json
 from rewardmill.transforms.io.parquet import ReadStageOutput, WriteSortedParquet
 from rewardmill.transforms.labelers import get_labeler_class
 from rewardmill.transforms.labelers.beam import NOT_APPLICABLE, REJECTED, USAGE_NAMESPACE, LabelAll, LabelRollouts
+from rewardmill.transforms.labelers.normalize import normalize_output
 from rewardmill.transforms.labelers.stats import label_stats
 
 NOT_APPLICABLE_FILE = "_not_applicable.json"
@@ -123,7 +124,7 @@ def main(argv: list[str] | None = None) -> None:
     setup_logging()
     beam_cfg = load_beam_config()
     params = load_section(LabelerParams, "labelers", key=args.name)
-    cls, _ = resolve(args.name, params)  # fail on a bad labeler config before any work
+    cls, config = resolve(args.name, params)  # fail on a bad labeler config before any work
     out = args.out or f"data/labels/{args.name}"
     storage.check_readable(args.rollouts, "rollouts")
     total = count_rows(args.rollouts)  # every one is accounted for (check_conservation)
@@ -135,6 +136,7 @@ def main(argv: list[str] | None = None) -> None:
             beam_cfg,
         )
         not_applicable = dict(sorted((pop_json(storage.join(tmp, NOT_APPLICABLE_FILE)) or {}).items()))
+        normalize_output(tmp, cls, config)  # scores over the whole run (reward models), before anything reads them
         check_conservation(stage, tmp, total, not_applicable)
         check_not_all_errors(stage, tmp)
         stats = label_stats(tmp, cls)  # the labeler's own summary (e.g. which sandbox ran code) goes in the manifest

@@ -35,6 +35,7 @@ from rewardmill.transforms.io.parquet import PARQUET_OPTIONS, WriteSortedParquet
 from rewardmill.transforms.io.parquet import read_rows as read_stage_rows
 from rewardmill.transforms.labelers import get_labeler_class
 from rewardmill.transforms.labelers.beam import NOT_APPLICABLE, REJECTED, LabelAll, LabelRollouts
+from rewardmill.transforms.labelers.normalize import normalize_output
 
 log = logging.getLogger("rewardmill")
 OUTPUT_SCHEMA = pa.schema([*LABEL_V1, pa.field("row", pa.int64(), nullable=False)], metadata=LABEL_V1.metadata)
@@ -137,6 +138,7 @@ def main(argv: list[str] | None = None) -> None:
                 | "Count skipped" >> beam.combiners.Count.Globally()
                 | "Write skipped" >> beam.ParDo(WriteJson(f"{work}/skipped.json"))
             )
+        normalize_output(f"{work}/labels", cls, config)  # scores over the whole run (reward models)
         labels = read_stage_rows(f"{work}/labels")
         rejected = read_stage_rows(f"{work}/{REJECTS_DIR}")
         skipped = pop_json(f"{work}/skipped.json")

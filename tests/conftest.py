@@ -73,6 +73,59 @@ def policy_dir(tmp_path_factory) -> Path:
     return out
 
 
+def preference_pairs(n: int = 16) -> list[dict]:
+    """Pairs in the exported `pairs` config's columns (TRL's conversational preference format): a sum stated
+    correctly over a wrong one."""
+    rows = []
+    for i in range(n):
+        a, b = i + 2, 2 * i + 3
+        rows.append(
+            {
+                "prompt": [{"role": "user", "content": f"What is {a} + {b}?"}],
+                "chosen": [{"role": "assistant", "content": f"{a} + {b} = {a + b}. The answer is {a + b}."}],
+                "rejected": [{"role": "assistant", "content": f"The answer is {a + b + 7}."}],
+            }
+        )
+    return rows
+
+
+@pytest.fixture(scope="session")
+def reward_model_dir(policy_dir, tmp_path_factory) -> Path:
+    """A real reward model: the default policy with a one-logit scoring head, trained 4 steps with TRL's
+    RewardTrainer on preference pairs, saved as an HF folder (about 20 s on 2 cores)."""
+    import shutil
+
+    import torch
+    from datasets import Dataset
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+    from trl import RewardConfig, RewardTrainer
+
+    torch.manual_seed(0)
+    out = tmp_path_factory.mktemp("reward_model")
+    tokenizer = AutoTokenizer.from_pretrained(policy_dir)
+    model = AutoModelForSequenceClassification.from_pretrained(policy_dir, num_labels=1)
+    model.config.pad_token_id = tokenizer.pad_token_id
+    args = RewardConfig(
+        output_dir=str(out / "run"),
+        max_steps=4,
+        per_device_train_batch_size=4,
+        learning_rate=1e-4,
+        max_length=64,
+        report_to=[],
+        use_cpu=True,
+        save_strategy="no",
+        seed=0,
+    )
+    trainer = RewardTrainer(
+        model=model, processing_class=tokenizer, train_dataset=Dataset.from_list(preference_pairs()), args=args
+    )
+    trainer.train()
+    trainer.save_model(str(out))
+    tokenizer.save_pretrained(out)
+    shutil.rmtree(out / "run", ignore_errors=True)
+    return out
+
+
 @pytest.fixture(scope="session")
 def vllm_engine(policy_dir) -> Iterator:
     """vLLM's CPU build serving the default model, started once per session (about 30 s). It is the process's

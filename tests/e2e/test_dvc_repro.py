@@ -4,6 +4,7 @@ Checks the acceptance of the foundation: every stage runs, outputs are complete 
 `dvc repro` does nothing, and `dvc repro -f` reproduces byte-identical Parquet.
 """
 
+import ast
 import hashlib
 import json
 import os
@@ -16,6 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+import rewardmill.rewards
 from rewardmill.transforms.io.parquet import read_rows
 from rewardmill.transforms.labelers.code_tests import CodeTestsVerifier
 from rewardmill.transforms.labelers.math_answer import MathAnswerVerifier
@@ -206,7 +208,8 @@ def test_every_input_is_used_or_rejected_with_a_reason(project):
 
 
 def test_every_exported_config_trains_a_step_in_trl(project, tmp_path):
-    """Each config loads by name and goes into its TRL trainer as is (no renaming): one step each, on the policy."""
+    """Each config loads by name and goes into its TRL trainer as is (no renaming): one step each, on the policy; GRPO
+    with rewardmill's own labelers as reward functions (rewardmill.rewards), as the exported card shows."""
     from datasets import concatenate_datasets, load_dataset
     from transformers import (
         AutoModelForCausalLM,
@@ -253,22 +256,37 @@ def test_every_exported_config_trains_a_step_in_trl(project, tmp_path):
     train(SFTTrainer, SFTConfig, "sft", AutoModelForCausalLM.from_pretrained(model), rows("sft"))
     train(PRMTrainer, PRMConfig, "prm", with_head(AutoModelForTokenClassification, 2), rows("prm"))
 
-    def contains_reference(completions, reference, **_):  # the rl config's columns reach reward functions
-        return [
-            None if ref is None else float(ref in c[0]["content"])
-            for c, ref in zip(completions, reference, strict=True)
-        ]
-
-    grpo = GRPOConfig(output_dir=str(tmp_path / "grpo"), num_generations=2, max_completion_length=8, **common)
-    one_step(
-        GRPOTrainer(
-            model=AutoModelForCausalLM.from_pretrained(model),
-            reward_funcs=contains_reference,
-            args=grpo,
-            train_dataset=rows("rl"),
-            processing_class=tokenizer,
-        )
+    # GRPO with the card's own reward functions: the rule verifiers that labelled the data, the sandboxed code tests
+    # included, on one math and one code prompt of the rl config
+    names = ast.literal_eval(re.search(r'from_params\("params.yaml", (\[.*?\])\)', card_text(project))[1])
+    assert names == ["math_answer", "code_tests"], names
+    rl = load_dataset(str(project / "export"), "rl")
+    rl = concatenate_datasets([rl[split] for split in sorted(rl)])
+    one_each = [next(i for i, task in enumerate(rl["task"]) if task == kind) for kind in ("math", "code")]
+    reward_funcs = rewardmill.rewards.from_params(project / "params.yaml", names)
+    grpo = GRPOConfig(
+        output_dir=str(tmp_path / "grpo"),
+        num_generations=2,
+        max_completion_length=8,
+        logging_steps=1,
+        **{**common, "per_device_train_batch_size": 4},
     )
+    trainer = GRPOTrainer(
+        model=AutoModelForCausalLM.from_pretrained(model),
+        reward_funcs=reward_funcs,
+        args=grpo,
+        train_dataset=rl.select(one_each),
+        processing_class=tokenizer,
+    )
+    one_step(trainer)
+    logged = {k: v for entry in trainer.state.log_history for k, v in entry.items()}
+    for name in names:  # each function scored its own task's completions (a mean over no score would be NaN)
+        assert logged[f"rewards/{name}/mean"] == logged[f"rewards/{name}/mean"], logged
+        assert logged[f"{name}/scored"] == 0.5, logged  # 2 of the 4 completions are its task's
+
+
+def card_text(project: Path) -> str:
+    return (project / "export/README.md").read_text()
 
 
 def test_second_repro_is_a_noop_and_status_clean(project):

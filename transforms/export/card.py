@@ -12,7 +12,7 @@ statistics; one schema table per config; loading; training with TRL per config; 
 
 Upstream manifest keys read (all optional): `rejects` {reason: rows}, `labelers` [name], `labeler_versions`
 {labeler: version or [versions]}, `pair_types` {type: rows}, `step_labelers` [name], `step_methods` {name: method},
-`params_hash`, `inputs` {name: sha256}.
+`gates` [name] (rl: the GRPO snippet's reward functions), `params_hash`, `inputs` {name: sha256}.
 """
 
 import keyword
@@ -73,7 +73,7 @@ def build_card(
         _statistics(configs),
         *(_schema(c) for c in configs if c.splits),
         _loading(configs, repo_id),
-        _training(configs, repo_id),
+        _training(configs, repo_id, manifests),
         provenance_section(provenance, license, manifests),
     ]
     return f"---\n{front}---\n\n" + "\n\n".join(s for s in sections if s) + "\n"
@@ -320,13 +320,15 @@ def _loading(configs: list[ConfigExport], repo_id: str | None) -> str:
     return "\n".join(["## Loading", "", "```python", "from datasets import load_dataset", "", *loads, "```"])
 
 
-def _training(configs: list[ConfigExport], repo_id: str | None) -> str:
+def _training(configs: list[ConfigExport], repo_id: str | None, manifests: dict[str, dict[str, Any]]) -> str:
     parts = []
     for c in configs:
         if not c.splits:
             continue
         split = next((s.name for s in c.splits if s.name == "train"), c.splits[0].name)
         labelers = tuple(name for name, _ in c.label_sources)  # prm: the `labeler` values of the exported rows
+        if c.kind == "prompt_only":  # rl: its gates (the rule verifiers that set pass_rate) become reward functions
+            labelers = tuple(manifests[c.name].get("gates") or ())
         section = training_section(c.name, c.kind, split, _where(repo_id), labelers)
         if section:
             parts.append(section)

@@ -1,13 +1,14 @@
 """The dataset card's "Training with TRL" snippets: one per exported config, chosen by its TRL dataset type.
 
-In: a config's name, kind (hub_layout.ConfigSpec.kind), train split and, for stepwise rows, its steps labelers;
+In: a config's name, kind (hub_layout.ConfigSpec.kind), train split and its labelers (stepwise rows: the steps
+labelers of its rows; prompt-only rows: the rule verifiers that become GRPO reward functions);
 `where` is what `load_dataset` is given (the export folder or the Hub repo id). Out: a markdown subsection. Pure.
 
 The snippets follow TRL's current API: `DPOTrainer` / `RewardTrainer` (preference; RewardTrainer reads the optional
 `margin` column), `trl.experimental.prm.PRMTrainer` (stepwise supervision, standard format; TRL 0.26 to 1.13, removed
 after), `SFTTrainer` (prompt-completion; loss on the completion only by default) and `GRPOTrainer` (prompt-only;
 every column but `prompt` reaches reward functions as a keyword argument, and a reward of None means "not
-applicable").
+applicable"; the reward functions are the dataset's own labelers, `rewardmill.rewards.from_params`).
 """
 
 TITLES = {
@@ -18,12 +19,12 @@ TITLES = {
 }
 
 
-def training_section(config: str, kind: str, split: str, where: str, step_labelers: tuple[str, ...] = ()) -> str:
+def training_section(config: str, kind: str, split: str, where: str, labelers: tuple[str, ...] = ()) -> str:
     """-> `### <config>: <trainer>` with a sentence on the columns and a short runnable snippet."""
     build = {"preference": _preference, "stepwise": _stepwise, "prompt_completion": _sft, "prompt_only": _grpo}
     if kind not in build:
         return ""
-    text, code = build[kind](config, split, step_labelers)
+    text, code = build[kind](config, split, labelers)
     load = [
         "from datasets import load_dataset",
         *code[0],
@@ -91,29 +92,22 @@ def _sft(config: str, split: str, _) -> tuple[str, tuple[list[str], list[str]]]:
     return text, (imports, body)
 
 
-def _grpo(config: str, split: str, _) -> tuple[str, tuple[list[str], list[str]]]:
+def _grpo(config: str, split: str, labelers: tuple[str, ...]) -> tuple[str, tuple[list[str], list[str]]]:
     text = (
         "`prompt` is TRL's conversational prompt-only format, which `GRPOTrainer` samples from. Every other column "
         "(`reference`, `tests`, `constraints`, `task`, `pass_rate`, ...) reaches each reward function as a keyword "
-        "argument of the same name, and a reward function returns None where it does not apply. Prompts the policy "
-        "always or never solves (`all_pass`, `zero_pass`) give no group-relative signal; `difficulty` buckets the "
-        "rest."
+        "argument of the same name. `rewardmill.rewards.from_params` turns the labelers that verified this dataset "
+        "into reward functions with their params.yaml settings, sandbox and label cache (run it in the rewardmill "
+        "project that built the dataset); each returns None where it does not apply (another task, no reference). "
+        "Prompts the policy always or never solves (`all_pass`, `zero_pass`) give no group-relative signal; "
+        "`difficulty` buckets the rest."
     )
-    imports = ["from math_verify import parse, verify", "from trl import GRPOConfig, GRPOTrainer"]
+    names = list(labelers) or ["math_answer"]
+    imports = ["from trl import GRPOConfig, GRPOTrainer", "", "from rewardmill.rewards import from_params"]
     body = [
-        "",
-        "",
-        "def reference_reward(completions, reference, task, **kwargs):",
-        '    """1.0 when the answer equals `reference`; None (skipped) where there is nothing to check against."""',
-        "    rewards = []",
-        "    for completion, ref, kind in zip(completions, reference, task):",
-        '        gold = parse(ref) if kind == "math" and ref else []',
-        '        rewards.append(float(verify(gold, parse(completion[0]["content"]))) if gold else None)',
-        "    return rewards",
-        "",
-        "",
+        f'reward_funcs = from_params("params.yaml", {names!r})  # keys under `labelers:` in params.yaml',
         f'train = ds["{split}"].filter(lambda r: not (r["zero_pass"] or r["all_pass"]))',
-        'trainer = GRPOTrainer(model="path/to/policy", reward_funcs=reference_reward,',
+        'trainer = GRPOTrainer(model="path/to/policy", reward_funcs=reward_funcs,',
         '                      args=GRPOConfig(output_dir="grpo"), train_dataset=train)',
     ]
     return text, (imports, body)

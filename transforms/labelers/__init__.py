@@ -16,6 +16,7 @@ from rewardmill.transforms.labelers.panel_judge import PanelJudge
 from rewardmill.transforms.labelers.pointwise_judge import PointwiseJudge
 from rewardmill.transforms.labelers.reference_judge import ReferenceJudge
 from rewardmill.transforms.labelers.reference_similarity import ReferenceSimilarityVerifier
+from rewardmill.transforms.labelers.reward_model import RewardModelScorer
 from rewardmill.transforms.labelers.rubric_judge import RubricJudge
 from rewardmill.transforms.labelers.tiered import TieredVerifier
 
@@ -31,6 +32,7 @@ LABELERS = {
     "pointwise_judge": PointwiseJudge,
     "reference_judge": ReferenceJudge,
     "reference_similarity": ReferenceSimilarityVerifier,
+    "reward_model": RewardModelScorer,
     "rubric_judge": RubricJudge,
     "tiered": TieredVerifier,
 }

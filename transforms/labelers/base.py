@@ -31,6 +31,11 @@ class Label:
             raise ValueError("a label with a reject_reason must have verdict error")
 
 
+def as_labels(result: "Label | list[Label]") -> list[Label]:
+    """A labeler's result for one row as a list: one Label, or one per aspect (a multi-head reward model)."""
+    return list(result) if isinstance(result, list | tuple) else [result]
+
+
 def label_row(row: dict, labeler: str, version: str, label: Label) -> dict:
     """LABEL_V1 row for `label` of rollout `row`."""
     return {
@@ -53,6 +58,32 @@ def safe_label(labeler, values: tuple) -> Label:
         return labeler.label(*values)
     except Exception as exc:
         return Label(None, 0.0, "error", f"{type(exc).__name__}: {exc}"[:500])
+
+
+def label_values(labeler, rows: list[tuple], on_label=None) -> list[Label]:
+    """Labels for rows of the labeler's `reads` values, in order: `label_many` (parallel inside the labeler) when it
+    has one and there is more than one row, else one by one with `safe_label`. When `label_many` raises, the rows
+    are labeled one by one, so only the failing rows get an error label. `on_label(i, label)` sees each label as
+    soon as it exists (a cache keeps what a killed run finished)."""
+    labels = None
+    if len(rows) > 1 and callable(getattr(labeler, "label_many", None)):
+        try:
+            labels = list(labeler.label_many(rows))
+        except Exception:
+            labels = None
+        if labels is not None and len(labels) != len(rows):
+            raise ValueError(f"{type(labeler).__name__}.label_many returned {len(labels)} labels for {len(rows)} rows")
+    if labels is not None:
+        for i, label in enumerate(labels):
+            if on_label is not None:
+                on_label(i, label)
+        return labels
+    labels = []
+    for i, values in enumerate(rows):
+        labels.append(safe_label(labeler, values))
+        if on_label is not None:
+            on_label(i, labels[-1])
+    return labels
 
 
 def resolve_labeler(key: str, config: dict, where: str):

@@ -7,7 +7,7 @@ import apache_beam as beam
 from rewardmill.pipelines.stage import reject
 from rewardmill.transforms.io import storage
 from rewardmill.transforms.io.progress import Progress
-from rewardmill.transforms.labelers.base import Label, label_row, safe_label
+from rewardmill.transforms.labelers.base import Label, as_labels, label_row, label_values
 from rewardmill.transforms.labelers.cache import LabelCache, record_key
 
 REJECTED = "rejected"
@@ -29,7 +29,7 @@ class LabelAll(beam.PTransform):
         self.batch_size = batch_size
 
     def expand(self, rows):
-        if callable(getattr(self.dofn.labeler_cls, "label_group", None)):
+        if uses_groups(self.dofn.labeler_cls, self.dofn.config):
             # Group labelers (pairwise judges) see all rollouts of a prompt at once.
             grouped = rows | "Key by prompt" >> beam.Map(lambda r: (r["prompt_id"], r)) | "Group" >> beam.GroupByKey()
             batched = grouped | "One group" >> beam.Map(lambda kv: [kv])
@@ -39,6 +39,15 @@ class LabelAll(beam.PTransform):
                 min_batch_size=min(8, self.batch_size), max_batch_size=self.batch_size
             )
         return batched | "Label" >> beam.ParDo(self.dofn).with_outputs(REJECTED, NOT_APPLICABLE, main="labels")
+
+
+def uses_groups(labeler_cls, config) -> bool:
+    """Whether the labeler sees a prompt's rollouts together: it has `label_group`, and its `groups(config)` (when
+    it has one: a reward model only in pairwise mode) says so."""
+    if not callable(getattr(labeler_cls, "label_group", None)):
+        return False
+    groups = getattr(labeler_cls, "groups", None)
+    return bool(groups(config)) if callable(groups) else True
 
 
 class LabelRollouts(beam.DoFn):
@@ -124,19 +133,22 @@ class LabelRollouts(beam.DoFn):
     def _emit(self, rows: list[dict], done: dict):
         self._count_usage()
         for row in rows:
-            label = done.get(id(row))
-            if label is None:
+            result = done.get(id(row))
+            if result is None:
                 continue
             self.progress.update(1)
-            if label.reject_reason is not None:
-                beam.metrics.Metrics.counter("label", f"rejected_{label.reject_reason}").inc()
+            labels = as_labels(result)  # one label, or one per aspect
+            failed = next((label for label in labels if label.reject_reason is not None), None)
+            if failed is not None:
+                beam.metrics.Metrics.counter("label", f"rejected_{failed.reject_reason}").inc()
                 stage = f"label@{self.key}"
                 yield beam.pvalue.TaggedOutput(
-                    REJECTED, reject(stage, row.get("rollout_id"), label.reject_reason, label.rationale)
+                    REJECTED, reject(stage, row.get("rollout_id"), failed.reject_reason, failed.rationale)
                 )
                 continue
-            beam.metrics.Metrics.counter("label", f"verdict_{label.verdict}").inc()
-            yield label_row(row, self.key, self.labeler.version, label)
+            for label in labels:
+                beam.metrics.Metrics.counter("label", f"verdict_{label.verdict}").inc()
+                yield label_row(row, self.key, self.labeler.version, label)
 
     def _count_usage(self) -> None:
         """Judge calls and tokens since the last batch, as Beam counters (summed over workers by the runner)."""
@@ -176,22 +188,9 @@ class LabelRollouts(beam.DoFn):
         yield from self._emit(kept, {id(row): label for row, label in zip(kept, labels, strict=True)})
 
     def _compute(self, todo: list[tuple]) -> list[Label]:
-        """Labels for (values, cache key) pairs, each cached as soon as it exists: `label_many` (parallel inside
-        the labeler) when it has one, else one by one, so a killed stage keeps every label it finished."""
-        if len(todo) > 1 and callable(getattr(self.labeler, "label_many", None)):
-            try:
-                labels = list(self.labeler.label_many([values for values, _ in todo]))
-            except Exception:  # fall back to one by one, so only the failing rows get an error label
-                labels = None
-            if labels is not None:
-                for (_, key), label in zip(todo, labels, strict=True):
-                    self._remember(key, label)
-                return labels
-        labels = []
-        for values, key in todo:
-            labels.append(safe_label(self.labeler, values))
-            self._remember(key, labels[-1])
-        return labels
+        """Labels for (values, cache key) pairs, each cached as soon as it exists (base.label_values)."""
+        values, keys = [v for v, _ in todo], [k for _, k in todo]
+        return label_values(self.labeler, values, lambda i, label: self._remember(keys[i], label))
 
     def _remember(self, key: str | None, label: Label) -> None:
         if self.cache is not None:

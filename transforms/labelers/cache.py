@@ -19,7 +19,7 @@ from typing import Any
 from rewardmill.pipelines.config import canonical_json
 from rewardmill.transforms.io import storage
 from rewardmill.transforms.io.segments import SegmentStore
-from rewardmill.transforms.labelers.base import Label
+from rewardmill.transforms.labelers.base import Label, as_labels
 
 UNCACHED_VERDICTS = ("timeout", "error")
 
@@ -40,8 +40,9 @@ def namespace(labeler_cls, config: Any) -> str:
 
 def cache_identity(config: Any) -> dict[str, list[str]]:
     """Every judge model's identity (`models`: a local folder's content fingerprint; an endpoint's
-    base_url|model|fingerprint) and every inner labeler's `key@version` (`labelers`), found anywhere in the config
-    (a panel's panelists, a tier's or an appeal's inner config, theirs in turn), sorted and deduplicated."""
+    base_url|model|fingerprint; a config's own `model_identity()`) and every inner labeler's `key@version`
+    (`labelers`), found anywhere in the config (a panel's panelists, a tier's or an appeal's inner config, theirs in
+    turn), sorted and deduplicated."""
     from rewardmill.transforms.judges.client import BackendConfig
     from rewardmill.transforms.labelers.base import resolve_labeler
     from rewardmill.transforms.sampling.policy import model_identity
@@ -56,6 +57,8 @@ def cache_identity(config: Any) -> dict[str, list[str]]:
             else:
                 models.add(f"{value.kind}|{model_identity(value.model, value.dtype)}")
             return
+        if callable(getattr(value, "model_identity", None)) and not isinstance(value, type):
+            models.add(value.model_identity())  # a config that names its own model (a reward model's fingerprint)
         inner = _inner_labeler(value)
         if inner is not None:
             cls, inner_config = resolve_labeler(inner[0], inner[1], where)
@@ -89,11 +92,15 @@ def record_key(values: tuple) -> str:
     return hashlib.sha256(json.dumps(values, sort_keys=True, default=str, ensure_ascii=False).encode()).hexdigest()
 
 
-def _label_to_dict(label: Label) -> dict:
+def _label_to_dict(label: Label | list[Label]) -> dict:
+    if isinstance(label, list):  # one label per aspect
+        return {"labels": [dataclasses.asdict(one) for one in label]}
     return dataclasses.asdict(label)
 
 
-def _label_from_dict(item: dict) -> Label:
+def _label_from_dict(item: dict) -> Label | list[Label]:
+    if "labels" in item:
+        return [Label(**one) for one in item["labels"]]
     return Label(**item)
 
 
@@ -128,8 +135,8 @@ class LabelCache:
     def get(self, key: str) -> Label | None:
         return self._store.get(key)
 
-    def put(self, key: str, label: Label) -> None:
-        if label.verdict in UNCACHED_VERDICTS:
+    def put(self, key: str, label: Label | list[Label]) -> None:
+        if any(one.verdict in UNCACHED_VERDICTS for one in as_labels(label)):
             return
         self._store.put(key, label)
 

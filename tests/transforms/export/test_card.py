@@ -51,6 +51,7 @@ MANIFESTS = {
         "schema": "rl_v1",
         "labelers": ["math_answer", "panel"],
         "labeler_versions": {"math_answer": ["1"], "panel": ["3", "4"]},
+        "gates": ["math_answer", "code_tests"],
     },
     "sft": {"schema": "sft_v1", "rejects": {}},
 }
@@ -215,9 +216,9 @@ def test_loading_and_training_sections(exported):
     assert "from trl.experimental.prm import PRMConfig, PRMTrainer" in training
     assert 'filter(lambda r: r["labeler"] == "judge_steps")' in training  # two steps labelers: keep one
     assert "RewardConfig" in training and "`margin`" in training
-    assert (
-        "reward_funcs=reference_reward" in training and "def reference_reward(completions, reference, task" in training
-    )
+    # the rl manifest's gates become the GRPO snippet's reward functions
+    assert """from_params("params.yaml", ['math_answer', 'code_tests'])""" in training
+    assert "reward_funcs=reward_funcs" in training
     assert 'SFTTrainer(model="path/to/policy", args=SFTConfig(output_dir="sft"),' in training
     assert "`more`" not in training
 

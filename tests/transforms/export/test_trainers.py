@@ -15,7 +15,7 @@ def code(section: str) -> str:
     [
         ("preference", ["DPOTrainer(", "RewardTrainer(", 'train_dataset=ds["validation"]']),
         ("stepwise", ["from trl.experimental.prm import PRMConfig, PRMTrainer", "num_labels=2"]),
-        ("prompt_only", ["GRPOTrainer(", "reward_funcs=reference_reward", 'r["zero_pass"] or r["all_pass"]']),
+        ("prompt_only", ["GRPOTrainer(", "reward_funcs=reward_funcs", 'r["zero_pass"] or r["all_pass"]']),
         ("prompt_completion", ["SFTTrainer(", "SFTConfig("]),
     ],
 )
@@ -43,3 +43,9 @@ def test_every_kind_has_a_snippet_and_others_none():
 )
 def test_stepwise_keeps_one_labeler(labelers, expected):
     assert expected in code(training_section("prm", "stepwise", "train", "export", labelers))
+
+
+def test_the_grpo_snippet_turns_the_datasets_gates_into_reward_functions():
+    snippet = code(training_section("rl", "prompt_only", "train", "export", ("math_answer", "code_tests")))
+    assert "from rewardmill.rewards import from_params" in snippet
+    assert """from_params("params.yaml", ['math_answer', 'code_tests'])""" in snippet

@@ -9,6 +9,9 @@ from rewardmill.schemas.rollout import ROLLOUT_V2
 from rewardmill.transforms.labelers import LABELERS
 from tests.conftest import REPO
 
+# Settings without a default (a reward model is the user's to name; a hub id is not loaded until the first label)
+REQUIRED = {"reward_model": {"model": "example/reward-model"}}
+
 
 @pytest.mark.parametrize("key", sorted(LABELERS))
 def test_labeler_conventions(key):
@@ -16,7 +19,7 @@ def test_labeler_conventions(key):
     # label@<key> stages depend on transforms/labelers/<labeler key>.py
     assert (REPO / "transforms/labelers" / f"{key}.py").exists()
     assert cls.name == key and isinstance(cls.version, str) and cls.version
-    labeler = cls(from_dict(cls.Config, {}, key))
+    labeler = cls(from_dict(cls.Config, REQUIRED.get(key, {}), key))
     assert set(labeler.reads) <= set(ROLLOUT_V2.names)
     assert getattr(labeler, "tasks", None) is None or isinstance(labeler.tasks, tuple)
     assert pickle.loads(pickle.dumps(labeler)).version == cls.version

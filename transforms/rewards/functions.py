@@ -1,0 +1,234 @@
+"""A labeler behind TRL's reward-function signature, configured from params.yaml like its label stage.
+
+In, per call (from `GRPOTrainer`): `prompts` and `completions` (conversational: lists of {role, content};
+standard: strings), `completion_ids`, and every other dataset column as a list keyword argument (`reference`,
+`tests`, `constraints`, `task`, ...); TRL also passes `trainer_state`, `log_extra` and `log_metric`. Out: one float
+per completion, the label's `score`, or None where the labeler cannot label it (a task it does not handle, no
+reference, a sandbox that could not run, a timeout): TRL turns None into NaN and leaves it out of the reward sum.
+
+Each function keeps its labeler's configuration, sandbox and label cache: the cache key is the label stage's own
+(labeler class, version, config and the values of the columns it reads), so rewards already computed by
+`dvc repro` are served from the cache and labels computed online are there for the next `dvc repro`.
+"""
+
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from rewardmill.pipelines.config import ConfigError, from_dict, read_params
+from rewardmill.pipelines.label import LabelerParams, resolve
+from rewardmill.transforms.io import storage
+from rewardmill.transforms.labelers.base import Label, as_labels, label_values
+from rewardmill.transforms.labelers.cache import LabelCache, record_key
+
+# Columns the call itself provides; everything else a labeler reads must be a dataset column.
+PROVIDED = ("completion", "messages", "n_tokens")
+DEFAULT_CACHE_ROOT = ".rewardmill/cache"  # params `cache.root` when the file has none
+
+
+class MissingColumns(ValueError):
+    """A labeler reads columns the GRPO dataset does not have."""
+
+
+def completion_text(completion: Any) -> str:
+    """The text of a completion: a string as is; a conversational completion's assistant contents, joined (a
+    content may be a list of parts, whose text parts count)."""
+    if isinstance(completion, str):
+        return completion
+    texts = []
+    for message in completion or []:
+        if message.get("role", "assistant") != "assistant":
+            continue
+        content = message.get("content") or ""
+        if isinstance(content, list):
+            content = "".join(part.get("text", "") for part in content if part.get("type", "text") == "text")
+        texts.append(content)
+    return "".join(texts)
+
+
+def prompt_messages(prompt: Any) -> list[dict]:
+    """The rollouts' `messages` column from a prompt: conversational as is, a string as one user turn."""
+    return [{"role": "user", "content": prompt}] if isinstance(prompt, str) else list(prompt)
+
+
+def labeler_inputs(
+    reads: Sequence[str],
+    prompts: list,
+    completions: list,
+    completion_ids: list | None,
+    columns: dict[str, list],
+) -> list[tuple]:
+    """One tuple of the `reads` values per completion (pure). MissingColumns when a column is in neither."""
+    missing = [c for c in reads if c not in columns and c not in PROVIDED]
+    if "n_tokens" in reads and "n_tokens" not in columns and completion_ids is None:
+        missing.append("n_tokens")
+    if missing:
+        raise MissingColumns(missing)
+    provided = {
+        "completion": lambda i: completion_text(completions[i]),
+        "messages": lambda i: prompt_messages(prompts[i]),
+        "n_tokens": lambda i: len(completion_ids[i]),
+    }
+    return [tuple(columns[c][i] if c in columns else provided[c](i) for c in reads) for i in range(len(completions))]
+
+
+def reward_of(result: Label | list[Label] | None) -> float | None:
+    """A label's score as a reward; one label per aspect (a multi-head reward model) gives the mean of their scores;
+    None when nothing was scored or the call failed."""
+    if result is None:
+        return None
+    scores = [one.score for one in as_labels(result) if one.score is not None and one.reject_reason is None]
+    return sum(scores) / len(scores) if scores else None
+
+
+class LabelerReward:
+    """One labeler of params `labelers.<name>` as a TRL reward function (its `__name__` is `name`, which TRL logs
+    as `rewards/<name>/mean`). Picklable: the labeler, its sandbox and its cache are built on first call."""
+
+    def __init__(
+        self,
+        name: str,
+        params: LabelerParams,
+        cache_dir: str | None = None,
+        flush_every: int = 64,
+    ):
+        labeler_cls, config = resolve(name, params)  # a bad config fails here, before training starts
+        self.__name__ = name
+        self.params = params
+        self.labeler_cls = labeler_cls
+        self.config = config
+        self.cache_dir = cache_dir
+        self.flush_every = flush_every
+        self._labeler = None
+        self._cache = None
+
+    def __getstate__(self):
+        return {k: v for k, v in self.__dict__.items() if k not in ("_labeler", "_cache")}
+
+    def __setstate__(self, state):
+        self.__dict__.update(state, _labeler=None, _cache=None)
+
+    @property
+    def name(self) -> str:
+        return self.__name__
+
+    @property
+    def labeler(self):
+        if self._labeler is None:
+            self._labeler = self.labeler_cls(self.config)
+            if self.cache_dir:
+                self._cache = LabelCache(self.cache_dir, self.labeler_cls, self.config, self.flush_every)
+                if callable(getattr(self._labeler, "set_call_cache", None)):
+                    self._labeler.set_call_cache(storage.join(storage.parent(self.cache_dir), "calls"))
+        return self._labeler
+
+    @property
+    def tasks(self) -> tuple[str, ...] | None:
+        tasks = self.params.tasks if self.params.tasks is not None else getattr(self.labeler_cls, "tasks", None)
+        return tuple(tasks) if tasks else None
+
+    def check_columns(self, columns: Iterable[str]) -> None:
+        """MissingColumns naming the columns this labeler reads that `columns` (a dataset's) lacks."""
+        columns = set(columns)
+        missing = [c for c in self.labeler.reads if c not in columns and c not in PROVIDED]
+        if missing:
+            raise self._missing(missing, columns)
+
+    def __call__(self, prompts, completions, completion_ids=None, **columns) -> list[float | None]:
+        log_metric, log_extra = columns.pop("log_metric", None), columns.pop("log_extra", None)
+        columns.pop("trainer_state", None)
+        columns.pop("environments", None)
+        labels = self.labels(prompts, completions, completion_ids, columns)
+        rewards = [reward_of(label) for label in labels]
+        if log_metric is not None:
+            log_metric(f"{self.name}/scored", sum(r is not None for r in rewards) / max(len(rewards), 1))
+        if log_extra is not None:
+            verdicts = [",".join(one.verdict for one in as_labels(x)) if x else "not_applicable" for x in labels]
+            log_extra(f"{self.name}_verdict", verdicts)
+        return rewards
+
+    def labels(self, prompts, completions, completion_ids=None, columns: dict | None = None) -> list[Label | None]:
+        """The label of each completion (None: its task is not one this labeler handles), from the cache when it
+        has one; the rest computed in one batch (the labeler's `label_many`) and cached."""
+        columns = columns or {}
+        labeler = self.labeler
+        try:
+            values = labeler_inputs(labeler.reads, prompts, completions, completion_ids, columns)
+        except MissingColumns as exc:
+            raise self._missing(exc.args[0], columns) from None
+        tasks = self.tasks
+        routed = columns.get("task") if tasks else None  # rows without a task column are all labeled
+        applies = [routed is None or routed[i] is None or routed[i] in tasks for i in range(len(values))]
+        keys = [record_key(v) if self._cache is not None else None for v in values]
+        labels: list[Label | None] = [None] * len(values)
+        todo = []
+        for i, ok in enumerate(applies):
+            cached = self._cache.get(keys[i]) if ok and self._cache is not None else None
+            if cached is not None:
+                labels[i] = cached
+            elif ok:
+                todo.append(i)
+
+        def remember(j: int, label: Label) -> None:
+            if self._cache is not None and all(one.reject_reason is None for one in as_labels(label)):
+                self._cache.put(keys[todo[j]], label)
+
+        for i, label in zip(todo, label_values(labeler, [values[i] for i in todo], remember), strict=True):
+            labels[i] = label
+        if self._cache is not None:
+            self._cache.flush()
+        return labels
+
+    def _missing(self, missing: list[str], columns) -> MissingColumns:
+        return MissingColumns(
+            f"reward function {self.name!r} (labeler {self.params.labeler!r}) reads {missing}, which the dataset "
+            f"does not have (its columns: {sorted(columns)}). Train on a dataset with those columns (rewardmill's "
+            f"`rl` config has reference, tests, constraints and task), add them with `ds.map`, or pick another "
+            f"labeler."
+        )
+
+    def close(self) -> None:
+        """Flush the cache and stop the labeler's helpers (sandboxes, verifier processes)."""
+        if self._cache is not None:
+            self._cache.flush()
+        if self._labeler is not None and hasattr(self._labeler, "teardown"):
+            self._labeler.teardown()
+        self._labeler = None
+
+
+def from_params(
+    params: str | Path | dict = "params.yaml",
+    names: Sequence[str] | None = None,
+    *,
+    cache: bool | str = True,
+) -> list[LabelerReward]:
+    """One reward function per name under params `labelers:` (the label stages' keys), each with its config.
+
+    `names` None: the rule verifiers of `assemble.aggregate.gates`. `cache` True: the label stages' cache
+    (`<cache.root>/labels`, relative to the params file's folder); a path or URL: that folder; False: none.
+    A name that is not in params, or a bad config, fails here with the params key in the message."""
+    if isinstance(params, dict):
+        data, root = params, Path.cwd()
+    else:
+        path = Path(params)
+        data, root = read_params(path), path.resolve().parent
+    labelers = data.get("labelers") or {}
+    if names is None:
+        names = ((data.get("assemble") or {}).get("aggregate") or {}).get("gates") or []
+        if not names:
+            raise ConfigError("params.yaml: no reward names given and 'assemble.aggregate.gates' is empty")
+    if isinstance(names, str):
+        names = [names]
+    unknown = [n for n in names if n not in labelers]
+    if unknown:
+        raise ConfigError(f"params.yaml: {unknown} not under 'labelers'; known: {sorted(labelers)}")
+    cache_dir = None
+    if cache is True:
+        cache_root = (data.get("cache") or {}).get("root") or DEFAULT_CACHE_ROOT
+        cache_dir = storage.join(cache_root if storage.is_url(cache_root) else str(root / cache_root), "labels")
+    elif cache:
+        cache_dir = str(cache)
+    return [
+        LabelerReward(name, from_dict(LabelerParams, labelers[name] or {}, f"labelers.{name}"), cache_dir)
+        for name in names
+    ]
