@@ -39,6 +39,9 @@ class PromptsConfig:
     sources: tuple[dict, ...]  # each {name, kind: arithmetic|file|hf, ...kind options}
     test_fraction: float = 0.1  # share of prompt hashes that go to the test split
     num_shards: int = 1
+    # Keep math prompts that have no reference (rejected as missing_reference otherwise): a self_consistency labeler
+    # then labels them against the majority answer of their rollouts (a pseudo-reference).
+    keep_unreferenced_math: bool = False
 
     def __post_init__(self):
         if not self.sources:
@@ -65,8 +68,9 @@ class ReadSource(beam.DoFn):
 class Normalize(beam.DoFn):
     """Main output: PROMPT_V1 rows; tagged `rejected`: REJECT_V1 rows with the reason."""
 
-    def __init__(self, test_fraction: float):
+    def __init__(self, test_fraction: float, keep_unreferenced_math: bool = False):
         self.test_fraction = test_fraction
+        self.keep_unreferenced_math = keep_unreferenced_math
 
     def process(self, element) -> Iterable[Any]:  # Any: Beam cannot infer KV through TaggedOutput
         source, task, row_id, record = element
@@ -75,7 +79,7 @@ class Normalize(beam.DoFn):
             yield beam.pvalue.TaggedOutput(REJECTED, reject(STAGE, row_id, record.reason, record.detail))
             return
         try:
-            row = normalize(record, source, task, self.test_fraction)
+            row = normalize(record, source, task, self.test_fraction, self.keep_unreferenced_math)
         except RecordError as exc:
             beam.metrics.Metrics.counter(STAGE, f"rejected_{exc.reason}").inc()
             yield beam.pvalue.TaggedOutput(REJECTED, reject(STAGE, row_id, exc.reason, exc.detail, record))
@@ -103,7 +107,9 @@ def build(p, cfg: PromptsConfig, out_dir: str) -> None:
         | "Count records" >> beam.combiners.Count.Globally()
         | "Write record count" >> beam.ParDo(WriteJson(storage.join(out_dir, RECORDS_FILE)))
     )
-    normalized = records | "Normalize" >> beam.ParDo(Normalize(cfg.test_fraction)).with_outputs(REJECTED, main="rows")
+    normalized = records | "Normalize" >> beam.ParDo(
+        Normalize(cfg.test_fraction, cfg.keep_unreferenced_math)
+    ).with_outputs(REJECTED, main="rows")
     deduped = (
         normalized.rows
         | "Group by prompt_id" >> beam.GroupByKey()

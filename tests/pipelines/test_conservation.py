@@ -76,9 +76,7 @@ def test_a_prompts_stage_that_loses_rows_fails(tmp_path, params_file, monkeypatc
             if zlib.crc32(str(element[2]).encode()) % 2:  # by the record's row id (not hash(): salted per process)
                 yield element
 
-    monkeypatch.setattr(
-        prompts, "Normalize", lambda fraction, _real=prompts.Normalize: _Chain(Drop(), _real(fraction))
-    )
+    monkeypatch.setattr(prompts, "Normalize", lambda *args, _real=prompts.Normalize: _Chain(Drop(), _real(*args)))
     with pytest.raises(ConservationError, match=r"prompts: \d+ input source records but .* missing"):
         prompts.main(["--out", str(tmp_path / "prompts")])
     assert not (tmp_path / "prompts").exists()

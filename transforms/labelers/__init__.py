@@ -18,6 +18,7 @@ from rewardmill.transforms.labelers.reference_judge import ReferenceJudge
 from rewardmill.transforms.labelers.reference_similarity import ReferenceSimilarityVerifier
 from rewardmill.transforms.labelers.reward_model import RewardModelScorer
 from rewardmill.transforms.labelers.rubric_judge import RubricJudge
+from rewardmill.transforms.labelers.self_consistency import SelfConsistencyVerifier
 from rewardmill.transforms.labelers.tiered import TieredVerifier
 
 # `rewardmill new-labeler NAME` adds its import above and its entry below.
@@ -34,6 +35,7 @@ LABELERS = {
     "reference_similarity": ReferenceSimilarityVerifier,
     "reward_model": RewardModelScorer,
     "rubric_judge": RubricJudge,
+    "self_consistency": SelfConsistencyVerifier,
     "tiered": TieredVerifier,
 }
 

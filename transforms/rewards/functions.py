@@ -19,6 +19,7 @@ from rewardmill.pipelines.config import ConfigError, from_dict, read_params
 from rewardmill.pipelines.label import LabelerParams, resolve
 from rewardmill.transforms.io import storage
 from rewardmill.transforms.labelers.base import Label, as_labels, label_values
+from rewardmill.transforms.labelers.beam import uses_groups
 from rewardmill.transforms.labelers.cache import LabelCache, record_key
 
 # Columns the call itself provides; everything else a labeler reads must be a dataset column.
@@ -159,6 +160,8 @@ class LabelerReward:
         tasks = self.tasks
         routed = columns.get("task") if tasks else None  # rows without a task column are all labeled
         applies = [routed is None or routed[i] is None or routed[i] in tasks for i in range(len(values))]
+        if uses_groups(self.labeler_cls, self.config):
+            return self._label_groups(prompts, values, applies)
         keys = [record_key(v) if self._cache is not None else None for v in values]
         labels: list[Label | None] = [None] * len(values)
         todo = []
@@ -175,6 +178,32 @@ class LabelerReward:
 
         for i, label in zip(todo, label_values(labeler, [values[i] for i in todo], remember), strict=True):
             labels[i] = label
+        if self._cache is not None:
+            self._cache.flush()
+        return labels
+
+    def _label_groups(self, prompts: list, values: list[tuple], applies: list[bool]) -> list[Label | None]:
+        """A labeler that compares a prompt's completions (self_consistency, pairwise judges) sees the batch's
+        completions of each prompt together: GRPO's group of `num_generations`. Each label is cached under its
+        values and its group's, as in the label stage."""
+        groups: dict[str, list[int]] = {}
+        for i, ok in enumerate(applies):
+            if ok:
+                groups.setdefault(record_key((prompt_messages(prompts[i]),)), []).append(i)
+        labels: list[Label | None] = [None] * len(values)
+        for members in groups.values():
+            group = [values[i] for i in members]
+            keys = [record_key((v, group)) for v in group] if self._cache is not None else [None] * len(group)
+            cached = [self._cache.get(k) for k in keys] if self._cache is not None else [None] * len(group)
+            if all(label is not None for label in cached):
+                found = cached
+            else:
+                found = list(self.labeler.label_group(group))
+                for key, label in zip(keys, found, strict=True):
+                    if self._cache is not None and all(one.reject_reason is None for one in as_labels(label)):
+                        self._cache.put(key, label)
+            for i, label in zip(members, found, strict=True):
+                labels[i] = label
         if self._cache is not None:
             self._cache.flush()
         return labels

@@ -65,15 +65,22 @@ def _optional_text(record: dict[str, Any], key: str) -> str | None:
     return json.dumps(value, sort_keys=True, ensure_ascii=False)
 
 
-def normalize(record: dict[str, Any], source: str, default_task: str, test_fraction: float) -> dict[str, Any]:
-    """-> PROMPT_V1 row, or raise RecordError naming why the record is unusable."""
+def normalize(
+    record: dict[str, Any], source: str, default_task: str, test_fraction: float, keep_unreferenced_math: bool = False
+) -> dict[str, Any]:
+    """-> PROMPT_V1 row, or raise RecordError naming why the record is unusable. A math prompt without a reference
+    is unusable unless `keep_unreferenced_math` (the self_consistency labeler finds it a pseudo-reference)."""
     messages = canonical_messages(record)
     task = record.get("task") or default_task
     if task not in TASKS:
         raise RecordError("unknown_task", f"task {task!r} is not one of {TASKS}")
     reference = _optional_text(record, "reference")
-    if task == "math" and not reference:
-        raise RecordError("missing_reference", "math prompts need a reference answer to verify against")
+    if task == "math" and not reference and not keep_unreferenced_math:
+        raise RecordError(
+            "missing_reference",
+            "math prompts need a reference answer to verify against (or prompts.keep_unreferenced_math: true, with "
+            "a self_consistency labeler to find pseudo-references)",
+        )
     rubric = record.get("rubric")
     if rubric is not None:
         if not isinstance(rubric, list) or not all(isinstance(c, dict) and "criterion" in c for c in rubric):

@@ -154,3 +154,19 @@ def test_from_params_reads_a_params_file_and_names_bad_keys(tmp_path):
     params["labelers"]["math_answer"]["config"]["typo"] = 1
     with pytest.raises(ConfigError, match="typo"):
         from_params(params, ["math_answer"])
+
+
+def test_a_group_labeler_votes_within_each_prompts_generations(tmp_path):
+    """self_consistency as a GRPO reward (TTRL): each prompt's completions in the batch vote on a pseudo-reference;
+    the prompts have no reference."""
+    params = tiny_params()
+    params["labelers"]["sc"] = {"labeler": "self_consistency", "config": {}}
+    (sc,) = from_params(params, ["sc"], cache=str(tmp_path))
+    ask = [[{"role": "user", "content": "What is 4 + 5?"}]] * 3 + [[{"role": "user", "content": "What is 1 + 1?"}]] * 3
+    answers = ["$9$", "$9$", "$8$", "$2$", "$3$", "$4$"]
+    batch = {"prompts": ask, "completions": [said(a) for a in answers], "reference": [None] * 6, "task": ["math"] * 6}
+    try:
+        assert sc(**batch) == [1.0, 1.0, 0.0, None, None, None]  # the second prompt has no majority
+        assert sc(**batch) == [1.0, 1.0, 0.0, None, None, None] and sc._cache.hits == 6  # the same group: cached
+    finally:
+        sc.close()
