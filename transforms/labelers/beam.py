@@ -5,10 +5,9 @@ import logging
 import apache_beam as beam
 
 from rewardmill.pipelines.stage import reject
-from rewardmill.transforms.io import storage
 from rewardmill.transforms.io.progress import Progress
-from rewardmill.transforms.labelers.base import Label, as_labels, label_row, label_values
-from rewardmill.transforms.labelers.cache import LabelCache, record_key
+from rewardmill.transforms.labelers.base import as_labels, label_row
+from rewardmill.transforms.labelers.cache import LabelCache, call_cache_dir, label_group_with_cache, label_with_cache
 
 REJECTED = "rejected"
 USAGE_NAMESPACE = "judge"
@@ -86,7 +85,7 @@ class LabelRollouts(beam.DoFn):
         self.labeler = self.labeler_cls(self.config)
         if self.cache_dir and callable(getattr(self.labeler, "set_call_cache", None)):
             # Model-based labelers also cache every model call (by content hash) beside the label cache.
-            self.labeler.set_call_cache(storage.join(storage.parent(self.cache_dir), "calls"))
+            self.labeler.set_call_cache(call_cache_dir(self.cache_dir))
         self.progress = Progress(f"label@{self.key}: rollouts", self.total)
 
     def process(self, element):
@@ -96,23 +95,16 @@ class LabelRollouts(beam.DoFn):
             yield from self._process_group(sorted(element[0][1], key=lambda r: r["rollout_id"]))
             return
         rows = element if isinstance(element, list) else [element]
-        todo = []  # (row, values, cache key) of rows that need computing
-        done = {}  # id(row) -> Label
+        kept = []
         for row in rows:
             skip = self._skip(row)
             if skip is not None:
                 yield skip
-                continue
-            values = tuple(row[c] for c in self.labeler.reads)
-            key = record_key(values) if self.cache is not None else None
-            cached = self.cache.get(key) if self.cache is not None else None
-            if cached is not None:
-                done[id(row)] = cached
             else:
-                todo.append((row, values, key))
-        for (row, _, _), label in zip(todo, self._compute([(values, key) for _, values, key in todo]), strict=True):
-            done[id(row)] = label
-        yield from self._emit(rows, done)
+                kept.append(row)
+        values = [tuple(row[c] for c in self.labeler.reads) for row in kept]
+        labels = label_with_cache(self.labeler, self.cache, values)
+        yield from self._emit(kept, {id(row): label for row, label in zip(kept, labels, strict=True)})
 
     def _skip(self, row: dict):
         """The tagged output for a row this labeler does not label (other task, missing column), else None."""
@@ -172,29 +164,8 @@ class LabelRollouts(beam.DoFn):
         if not kept:
             return
         values = [tuple(row[c] for c in self.labeler.reads) for row in kept]
-        keys = [record_key((v, values)) for v in values] if self.cache is not None else [None] * len(kept)
-        cached = [self.cache.get(k) for k in keys] if self.cache is not None else [None] * len(kept)
-        if all(label is not None for label in cached):
-            labels = cached
-        else:
-            try:
-                labels = list(self.labeler.label_group(values))
-                if len(labels) != len(values):
-                    raise ValueError(f"label_group returned {len(labels)} labels for {len(values)} rows")
-            except Exception as exc:  # one bad group never stops the stage
-                labels = [Label(None, 0.0, "error", f"{type(exc).__name__}: {exc}"[:500])] * len(values)
-            for key, label in zip(keys, labels, strict=True):
-                self._remember(key, label)
+        labels = label_group_with_cache(self.labeler, self.cache, values)
         yield from self._emit(kept, {id(row): label for row, label in zip(kept, labels, strict=True)})
-
-    def _compute(self, todo: list[tuple]) -> list[Label]:
-        """Labels for (values, cache key) pairs, each cached as soon as it exists (base.label_values)."""
-        values, keys = [v for v, _ in todo], [k for _, k in todo]
-        return label_values(self.labeler, values, lambda i, label: self._remember(keys[i], label))
-
-    def _remember(self, key: str | None, label: Label) -> None:
-        if self.cache is not None:
-            self.cache.put(key, label)
 
     def finish_bundle(self):
         if self.cache is not None:

@@ -19,7 +19,7 @@ from typing import Any
 from rewardmill.pipelines.config import canonical_json
 from rewardmill.transforms.io import storage
 from rewardmill.transforms.io.segments import SegmentStore
-from rewardmill.transforms.labelers.base import Label, as_labels
+from rewardmill.transforms.labelers.base import Label, as_labels, label_values
 
 UNCACHED_VERDICTS = ("timeout", "error")
 
@@ -142,3 +142,44 @@ class LabelCache:
 
     def flush(self) -> None:
         self._store.flush()
+
+
+def call_cache_dir(label_cache_dir: str) -> str:
+    """Where a model-based labeler caches its model calls: `calls/` beside the label cache folder."""
+    return storage.join(storage.parent(label_cache_dir), "calls")
+
+
+def label_with_cache(labeler, cache: "LabelCache | None", rows: list[tuple]) -> list:
+    """Labels for rows of the labeler's `reads` values, in order: from `cache` where it has them, the rest computed
+    in one batch (base.label_values) and each cached as soon as it exists, so a killed run keeps what it finished."""
+    keys = [record_key(values) for values in rows] if cache is not None else [None] * len(rows)
+    labels = [cache.get(key) for key in keys] if cache is not None else [None] * len(rows)
+    todo = [i for i, label in enumerate(labels) if label is None]
+
+    def remember(j: int, label) -> None:
+        if cache is not None:
+            cache.put(keys[todo[j]], label)
+
+    for i, label in zip(todo, label_values(labeler, [rows[i] for i in todo], remember), strict=True):
+        labels[i] = label
+    return labels
+
+
+def label_group_with_cache(labeler, cache: "LabelCache | None", rows: list[tuple]) -> list:
+    """`labeler.label_group(rows)` for the rollouts of one prompt, each label cached under its own values plus the
+    whole group's (a comparison depends on the other answers too). A group that raises, or returns the wrong number
+    of labels, gets an error label per row: one bad group never stops a run."""
+    keys = [record_key((values, rows)) for values in rows] if cache is not None else [None] * len(rows)
+    cached = [cache.get(key) for key in keys] if cache is not None else [None] * len(rows)
+    if all(label is not None for label in cached):
+        return cached
+    try:
+        labels = list(labeler.label_group(rows))
+        if len(labels) != len(rows):
+            raise ValueError(f"label_group returned {len(labels)} labels for {len(rows)} rows")
+    except Exception as exc:
+        labels = [Label(None, 0.0, "error", f"{type(exc).__name__}: {exc}"[:500])] * len(rows)
+    if cache is not None:
+        for key, label in zip(keys, labels, strict=True):
+            cache.put(key, label)
+    return labels

@@ -18,9 +18,15 @@ from typing import Any
 from rewardmill.pipelines.config import ConfigError, from_dict, read_params
 from rewardmill.pipelines.label import LabelerParams, resolve
 from rewardmill.transforms.io import storage
-from rewardmill.transforms.labelers.base import Label, as_labels, label_values
+from rewardmill.transforms.labelers.base import Label, as_labels
 from rewardmill.transforms.labelers.beam import uses_groups
-from rewardmill.transforms.labelers.cache import LabelCache, record_key
+from rewardmill.transforms.labelers.cache import (
+    LabelCache,
+    call_cache_dir,
+    label_group_with_cache,
+    label_with_cache,
+    record_key,
+)
 
 # Columns the call itself provides; everything else a labeler reads must be a dataset column.
 PROVIDED = ("completion", "messages", "n_tokens")
@@ -120,7 +126,7 @@ class LabelerReward:
             if self.cache_dir:
                 self._cache = LabelCache(self.cache_dir, self.labeler_cls, self.config, self.flush_every)
                 if callable(getattr(self._labeler, "set_call_cache", None)):
-                    self._labeler.set_call_cache(storage.join(storage.parent(self.cache_dir), "calls"))
+                    self._labeler.set_call_cache(call_cache_dir(self.cache_dir))
         return self._labeler
 
     @property
@@ -149,8 +155,8 @@ class LabelerReward:
         return rewards
 
     def labels(self, prompts, completions, completion_ids=None, columns: dict | None = None) -> list[Label | None]:
-        """The label of each completion (None: its task is not one this labeler handles), from the cache when it
-        has one; the rest computed in one batch (the labeler's `label_many`) and cached."""
+        """The label of each completion (None: its task is not one this labeler handles), through the label stage's
+        own cached labeling (cache.label_with_cache, or label_group_with_cache for group labelers)."""
         columns = columns or {}
         labeler = self.labeler
         try:
@@ -160,49 +166,20 @@ class LabelerReward:
         tasks = self.tasks
         routed = columns.get("task") if tasks else None  # rows without a task column are all labeled
         applies = [routed is None or routed[i] is None or routed[i] in tasks for i in range(len(values))]
+        labels: list[Label | None] = [None] * len(values)
         if uses_groups(self.labeler_cls, self.config):
-            return self._label_groups(prompts, values, applies)
-        keys = [record_key(v) if self._cache is not None else None for v in values]
-        labels: list[Label | None] = [None] * len(values)
-        todo = []
-        for i, ok in enumerate(applies):
-            cached = self._cache.get(keys[i]) if ok and self._cache is not None else None
-            if cached is not None:
-                labels[i] = cached
-            elif ok:
-                todo.append(i)
-
-        def remember(j: int, label: Label) -> None:
-            if self._cache is not None and all(one.reject_reason is None for one in as_labels(label)):
-                self._cache.put(keys[todo[j]], label)
-
-        for i, label in zip(todo, label_values(labeler, [values[i] for i in todo], remember), strict=True):
-            labels[i] = label
-        if self._cache is not None:
-            self._cache.flush()
-        return labels
-
-    def _label_groups(self, prompts: list, values: list[tuple], applies: list[bool]) -> list[Label | None]:
-        """A labeler that compares a prompt's completions (self_consistency, pairwise judges) sees the batch's
-        completions of each prompt together: GRPO's group of `num_generations`. Each label is cached under its
-        values and its group's, as in the label stage."""
-        groups: dict[str, list[int]] = {}
-        for i, ok in enumerate(applies):
-            if ok:
+            # A labeler that compares a prompt's completions (self_consistency, pairwise judges) sees the batch's
+            # completions of each prompt together: GRPO's group of `num_generations`.
+            groups: dict[str, list[int]] = {}
+            for i in (i for i, ok in enumerate(applies) if ok):
                 groups.setdefault(record_key((prompt_messages(prompts[i]),)), []).append(i)
-        labels: list[Label | None] = [None] * len(values)
-        for members in groups.values():
-            group = [values[i] for i in members]
-            keys = [record_key((v, group)) for v in group] if self._cache is not None else [None] * len(group)
-            cached = [self._cache.get(k) for k in keys] if self._cache is not None else [None] * len(group)
-            if all(label is not None for label in cached):
-                found = cached
-            else:
-                found = list(self.labeler.label_group(group))
-                for key, label in zip(keys, found, strict=True):
-                    if self._cache is not None and all(one.reject_reason is None for one in as_labels(label)):
-                        self._cache.put(key, label)
-            for i, label in zip(members, found, strict=True):
+            for members in groups.values():
+                found = label_group_with_cache(labeler, self._cache, [values[i] for i in members])
+                for i, label in zip(members, found, strict=True):
+                    labels[i] = label
+        else:
+            todo = [i for i, ok in enumerate(applies) if ok]
+            for i, label in zip(todo, label_with_cache(labeler, self._cache, [values[i] for i in todo]), strict=True):
                 labels[i] = label
         if self._cache is not None:
             self._cache.flush()
