@@ -17,6 +17,7 @@ STAGES = {
     "label": "rewardmill.pipelines.label",
     "steps": "rewardmill.pipelines.steps",
     "assemble": "rewardmill.pipelines.assemble",
+    "evaluate": "rewardmill.pipelines.evaluate",
     "validate": "rewardmill.pipelines.validate",
     "export": "rewardmill.pipelines.export",
 }

@@ -56,11 +56,16 @@ class ValidateConfig:
     min_pairs: int = 1  # fewer pairs than this in a pair dataset fails the stage (0 = an empty dataset passes)
     min_rl_rows: int = 1  # fewer RL prompts than this fails the stage
     min_sft_rows: int = 0  # fewer SFT rows than this fails the stage
+    # The evaluate stage's reward model must score chosen above rejected on at least this share of the held-out
+    # pairs (metrics/evaluate.json); null = not checked
+    min_rm_accuracy: float | None = None
 
     def __post_init__(self):
         for name in ("min_pairs", "min_rl_rows", "min_sft_rows"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0")
+        if self.min_rm_accuracy is not None and not 0 <= self.min_rm_accuracy <= 1:
+            raise ValueError(f"min_rm_accuracy must be in [0, 1], got {self.min_rm_accuracy}")
 
     def min_rows(self) -> dict[str, int]:
         """Schema id -> the fewest rows that pass. An empty PRM dataset passes: tiny or strict steps settings can
@@ -185,6 +190,30 @@ def failure_message(reports: list[dict[str, Any]], reports_dir: str) -> str | No
     return f"{STAGE}: validation failed (Data Docs: {docs})\n" + "\n".join(blocks) if blocks else None
 
 
+def rm_accuracy_check(minimum: float | None, evaluation: str | None) -> dict[str, Any] | None:
+    """{min, accuracy, success, reason} of the evaluate stage's held-out reward-model accuracy against `minimum`;
+    None when no minimum is set. Missing or switched-off evaluation fails, saying what to enable."""
+    if minimum is None:
+        return None
+    check: dict[str, Any] = {"min": minimum, "accuracy": None, "success": False}
+    if not evaluation or not Path(evaluation).exists():
+        return {**check, "reason": f"no evaluation at {evaluation}: run the evaluate stage (dvc repro evaluate)"}
+    metrics = json.loads(Path(evaluation).read_text())
+    if not metrics.get("enabled"):
+        return {**check, "reason": "evaluate.enabled is false: enable it or set validate.min_rm_accuracy: null"}
+    reward_model = metrics.get("reward_model") or {}
+    held_out = ((reward_model.get("test") or {}).get("all")) or {}
+    if held_out.get("accuracy") is None:
+        why = reward_model.get("error") or f"no held-out pairs in the test split of {metrics.get('dataset')}"
+        return {**check, "reason": f"no held-out accuracy: {why}"}
+    accuracy = held_out["accuracy"]
+    interval = f"{held_out['ci_low']}..{held_out['ci_high']} over {held_out['n']} pairs"
+    if accuracy < minimum:
+        reason = f"reward model held-out pair accuracy {accuracy} ({interval}) is below validate.min_rm_accuracy"
+        return {**check, "accuracy": accuracy, "reason": f"{reason} {minimum}"}
+    return {**check, "accuracy": accuracy, "success": True, "reason": f"{accuracy} ({interval}) >= {minimum}"}
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--prompts", default="data/prompts")
@@ -195,6 +224,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--reports", default="reports")
     parser.add_argument("--metrics", default="metrics/validate.json")
     parser.add_argument("--plots", default="plots", help="folder for the DVC plot data (CSV)")
+    parser.add_argument("--evaluation", default=None, help="the evaluate stage's metrics (validate.min_rm_accuracy)")
     args = parser.parse_args(argv)
     setup_logging()
     cfg = load_section(ValidateConfig, STAGE)
@@ -232,6 +262,9 @@ def main(argv: list[str] | None = None) -> None:
         r["dataset"]: {"success": r["success"], "failed_expectations": (r.get("statistics") or {}).get("unsuccessful")}
         for r in reports
     }
+    rm_check = rm_accuracy_check(cfg.min_rm_accuracy, args.evaluation)
+    if rm_check is not None:
+        metrics["rm_accuracy"] = rm_check
     write_json_atomic(args.metrics, metrics)
     log.info(
         "%s: done in %.1fs: reports, Data Docs (%s) and label QA (%s) in %s, metrics in %s, plots in %s",
@@ -244,6 +277,8 @@ def main(argv: list[str] | None = None) -> None:
         args.plots,
     )
     message = failure_message(reports, args.reports)
+    if rm_check is not None and not rm_check["success"]:
+        message = "\n".join(filter(None, [message, f"{STAGE}: {rm_check['reason']}"]))
     if message:
         raise SystemExit(message)  # printed once on stderr; exit status 1
 

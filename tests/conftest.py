@@ -32,6 +32,7 @@ def tiny_params() -> dict:
     code.update(limit=2)
     params["rollouts"].update(n=3, max_new_tokens=24, batch_size=4)
     params["validate"]["min_pairs"] = 0
+    params["evaluate"]["train"].update(max_steps=2, batch_size=4)  # the mechanism, not a useful reward model
     decontaminate = params["assemble"]["filters"]["decontaminate"]
     decontaminate["files"] = [str(REPO / f) for f in decontaminate["files"]]  # tests run stages from other folders
     for entry in params.get("steps", {}).values():

@@ -1,0 +1,51 @@
+"""How often each labeler ranks a verified pair the right way round (RewardBench's accuracy, on our own output).
+
+A verified pair is one whose chosen side a rule verifier (gate) decided correct and whose rejected side it decided
+incorrect. A labeler is right on it when it scores chosen strictly higher; a tie counts as wrong (as RewardBench
+counts it) and is reported; a pair where it could not score either side is left out of its accuracy and lowers its
+coverage. The gates themselves decided these pairs, so their accuracy is 1 by construction (flagged `gate`).
+
+Input: pairs (chosen_rollout_id, rejected_rollout_id, chosen_correct, rejected_correct) and labels (labeler, aspect,
+rollout_id, score), as polars frames. Output: one dict per labeler/aspect.
+"""
+
+from typing import Any
+
+import polars as pl
+
+from rewardmill.transforms.evaluation.bootstrap import accuracy_interval
+
+
+def verified_pairs(pairs: pl.DataFrame) -> pl.DataFrame:
+    """The pairs whose chosen side was verified correct and rejected side verified incorrect."""
+    return pairs.filter(pl.col("chosen_correct").eq(True) & pl.col("rejected_correct").eq(False))
+
+
+def labeler_accuracy(
+    verified: pl.DataFrame, labels: pl.DataFrame, gates: tuple[str, ...] = (), **interval: Any
+) -> dict[str, dict[str, Any]]:
+    """ "labeler/aspect" -> {gate, pairs, scored, coverage, ties, n, accuracy, ci_low, ci_high}, sorted by name.
+
+    `pairs` counts the verified pairs the labeler labeled on both sides (a code verifier has no label on a math
+    pair: that pair is not its to rank); `scored` those where both labels have a score; labelers with no such
+    pair are left out. `interval` goes to accuracy_interval (confidence, resamples, seed)."""
+    sides = verified.select("chosen_rollout_id", "rejected_rollout_id")
+    out: dict[str, dict[str, Any]] = {}
+    for (labeler, aspect), group in sorted(labels.group_by(["labeler", "aspect"]), key=lambda kv: kv[0]):
+        scores = group.select("rollout_id", "score").unique("rollout_id", keep="first", maintain_order=True)
+        chosen = scores.rename({"rollout_id": "chosen_rollout_id", "score": "chosen"})
+        rejected = scores.rename({"rollout_id": "rejected_rollout_id", "score": "rejected"})
+        labeled = sides.join(chosen, on="chosen_rollout_id").join(rejected, on="rejected_rollout_id")
+        if labeled.is_empty():
+            continue
+        scored = labeled.drop_nulls(["chosen", "rejected"])
+        outcomes = (scored["chosen"] > scored["rejected"]).to_list()
+        out[f"{labeler}/{aspect}"] = {
+            "gate": labeler in gates,
+            "pairs": labeled.height,
+            "scored": scored.height,
+            "coverage": round(scored.height / labeled.height, 6),
+            "ties": int((scored["chosen"] == scored["rejected"]).sum()),
+            **accuracy_interval(outcomes, **interval),
+        }
+    return out
