@@ -25,7 +25,7 @@ from rewardmill.pipelines.config import load_section, to_plain
 from rewardmill.pipelines.stage import StageTimer, read_manifest, setup_logging, write_json_atomic
 from rewardmill.schemas import PAIR_V2
 from rewardmill.schemas.common import schema_id
-from rewardmill.transforms.evaluation.labeler_accuracy import labeler_accuracy, verified_pairs
+from rewardmill.transforms.evaluation.labeler_accuracy import labeler_accuracy, verified_sides
 from rewardmill.transforms.evaluation.pair_accuracy import pair_accuracy
 from rewardmill.transforms.evaluation.reward_model_training import RewardModelTraining, train_reward_model
 from rewardmill.transforms.io.parquet import read_rows
@@ -34,7 +34,6 @@ from rewardmill.transforms.validation.folders import read_columns, subfolders
 
 STAGE = "evaluate"
 PAIR_SCHEMA = schema_id(PAIR_V2)
-PAIR_COLUMNS = ["prompt", "chosen", "rejected", "margin", "split", "chosen_correct", "rejected_correct"]
 
 log = logging.getLogger("rewardmill")
 
@@ -132,21 +131,7 @@ def evaluate(cfg: EvaluateConfig, datasets: str, labels: str, policy: str) -> di
     """The stage's metrics (see the module docstring)."""
     pairs, manifest = read_pairs(datasets, cfg.dataset)
     gates = tuple(manifest.get("gates") or ())
-    frame = pl.DataFrame(
-        {
-            "chosen_rollout_id": [p["chosen_rollout_id"] for p in pairs],
-            "rejected_rollout_id": [p["rejected_rollout_id"] for p in pairs],
-            "chosen_correct": [p["chosen_correct"] for p in pairs],
-            "rejected_correct": [p["rejected_correct"] for p in pairs],
-        },
-        schema={
-            "chosen_rollout_id": pl.String,
-            "rejected_rollout_id": pl.String,
-            "chosen_correct": pl.Boolean,
-            "rejected_correct": pl.Boolean,
-        },
-    )
-    verified = verified_pairs(frame)
+    verified = verified_sides(pairs)
     with tempfile.TemporaryDirectory(prefix="rewardmill-evaluate-") as scratch:
         reward_model = measure_reward_model(cfg, pairs, policy, Path(scratch))
     return {
@@ -172,16 +157,16 @@ def main(argv: list[str] | None = None) -> None:
     timer = StageTimer(STAGE)
     metrics = evaluate(cfg, args.datasets, args.labels, args.model) if cfg.enabled else {"enabled": False}
     write_json_atomic(args.metrics, metrics)
-    test = (metrics.get("reward_model") or {}).get("test") or {}
+    held_out = ((metrics.get("reward_model") or {}).get("test") or {}).get("all") or {}
     log.info(
         "%s: reward model accuracy on %s held-out pairs: %s (%s interval %s..%s); %d labelers measured on %s "
         "verified pairs; metrics in %s",
         STAGE,
-        (test.get("all") or {}).get("n"),
-        (test.get("all") or {}).get("accuracy"),
+        held_out.get("n"),
+        held_out.get("accuracy"),
         cfg.bootstrap.confidence,
-        (test.get("all") or {}).get("ci_low"),
-        (test.get("all") or {}).get("ci_high"),
+        held_out.get("ci_low"),
+        held_out.get("ci_high"),
         len(metrics.get("labelers", {})),
         metrics.get("verified_pairs"),
         args.metrics,

@@ -5,8 +5,8 @@ incorrect. A labeler is right on it when it scores chosen strictly higher; a tie
 counts it) and is reported; a pair where it could not score either side is left out of its accuracy and lowers its
 coverage. The gates themselves decided these pairs, so their accuracy is 1 by construction (flagged `gate`).
 
-Input: pairs (chosen_rollout_id, rejected_rollout_id, chosen_correct, rejected_correct) and labels (labeler, aspect,
-rollout_id, score), as polars frames. Output: one dict per labeler/aspect.
+Input: pair rows (chosen_rollout_id, rejected_rollout_id, chosen_correct, rejected_correct) and labels (labeler,
+aspect, rollout_id, score) as a polars frame. Output: one dict per labeler/aspect.
 """
 
 from typing import Any
@@ -16,20 +16,29 @@ import polars as pl
 from rewardmill.transforms.evaluation.bootstrap import accuracy_interval
 
 
-def verified_pairs(pairs: pl.DataFrame) -> pl.DataFrame:
-    """The pairs whose chosen side was verified correct and rejected side verified incorrect."""
-    return pairs.filter(pl.col("chosen_correct").eq(True) & pl.col("rejected_correct").eq(False))
+def is_verified(pair: dict[str, Any]) -> bool:
+    """The chosen side was verified correct and the rejected side verified incorrect (null = no gate decided)."""
+    return pair.get("chosen_correct") is True and pair.get("rejected_correct") is False
+
+
+def verified_sides(pairs: list[dict[str, Any]]) -> pl.DataFrame:
+    """(chosen_rollout_id, rejected_rollout_id) of the verified pairs."""
+    return pl.DataFrame(
+        [(p["chosen_rollout_id"], p["rejected_rollout_id"]) for p in pairs if is_verified(p)],
+        schema={"chosen_rollout_id": pl.String, "rejected_rollout_id": pl.String},
+        orient="row",
+    )
 
 
 def labeler_accuracy(
-    verified: pl.DataFrame, labels: pl.DataFrame, gates: tuple[str, ...] = (), **interval: Any
+    sides: pl.DataFrame, labels: pl.DataFrame, gates: tuple[str, ...] = (), **interval: Any
 ) -> dict[str, dict[str, Any]]:
     """ "labeler/aspect" -> {gate, pairs, scored, coverage, ties, n, accuracy, ci_low, ci_high}, sorted by name.
 
     `pairs` counts the verified pairs the labeler labeled on both sides (a code verifier has no label on a math
     pair: that pair is not its to rank); `scored` those where both labels have a score; labelers with no such
-    pair are left out. `interval` goes to accuracy_interval (confidence, resamples, seed)."""
-    sides = verified.select("chosen_rollout_id", "rejected_rollout_id")
+    pair are left out. `sides` are verified_sides(pairs); `interval` goes to accuracy_interval (confidence,
+    resamples, seed)."""
     out: dict[str, dict[str, Any]] = {}
     for (labeler, aspect), group in sorted(labels.group_by(["labeler", "aspect"]), key=lambda kv: kv[0]):
         scores = group.select("rollout_id", "score").unique("rollout_id", keep="first", maintain_order=True)

@@ -8,6 +8,7 @@ bootstrap interval. A tie counts as wrong; a pair longer than the scorer's max_l
 from typing import Any
 
 from rewardmill.transforms.evaluation.bootstrap import accuracy_interval
+from rewardmill.transforms.evaluation.labeler_accuracy import is_verified
 from rewardmill.transforms.labelers.reward_model import RewardModelScorer
 
 
@@ -33,7 +34,7 @@ def pair_accuracy(scorer: RewardModelScorer, pairs: list[dict], head: int = 0, *
         margins.append(margin)
         ties += margin == 0
         outcomes.append(margin > 0)
-        if pair.get("chosen_correct") is True and pair.get("rejected_correct") is False:
+        if is_verified(pair):
             verified.append(margin > 0)
     return {
         "pairs": len(pairs),

@@ -19,11 +19,11 @@ class RewardModelTraining:
     """params `evaluate.train`."""
 
     base: str | None = None  # the model the RM starts from (an HF folder); null = the policy (models/policy)
-    max_steps: int = 20  # optimizer steps (epochs repeat when the train split is small)
+    max_steps: int = 8  # optimizer steps (epochs repeat when the train split is small)
     batch_size: int = 8  # pairs per step
     learning_rate: float = 1.0e-4
     max_length: int = 512  # tokens of prompt + answer; longer pairs are counted and left out
-    trainable: Literal["all", "head"] = "all"  # head = a linear probe: the base stays frozen (several times faster)
+    trainable: Literal["all", "head"] = "all"  # head = a linear probe on the frozen base (no backward through it)
     use_margin: bool = False  # pass the pairs' margin to the Bradley-Terry loss (TRL's margin column)
     seed: int = 0
     threads: int = 0  # torch CPU threads; 0 = torch's default

@@ -1,6 +1,6 @@
 import polars as pl
 
-from rewardmill.transforms.evaluation.labeler_accuracy import labeler_accuracy, verified_pairs
+from rewardmill.transforms.evaluation.labeler_accuracy import labeler_accuracy, verified_sides
 
 PAIRS = pl.DataFrame(
     {
@@ -9,7 +9,7 @@ PAIRS = pl.DataFrame(
         "chosen_correct": [True, True, None, True],  # c: no gate decided the chosen side
         "rejected_correct": [False, False, False, True],  # d: both correct (ranked by a judge)
     }
-)
+).to_dicts()
 
 
 def labels(labeler: str, scores: dict[str, float | None], aspect: str = "correct") -> pl.DataFrame:
@@ -20,11 +20,11 @@ def labels(labeler: str, scores: dict[str, float | None], aspect: str = "correct
 
 
 def test_only_verified_correct_over_incorrect_pairs_count():
-    assert verified_pairs(PAIRS)["chosen_rollout_id"].to_list() == ["a1", "b1"]
+    assert verified_sides(PAIRS)["chosen_rollout_id"].to_list() == ["a1", "b1"]
 
 
 def test_accuracy_ties_coverage_and_gates():
-    verified = verified_pairs(PAIRS)
+    verified = verified_sides(PAIRS)
     frame = pl.concat(
         [
             labels("gate", {"a1": 1.0, "a2": 0.0, "b1": 1.0, "b2": 0.0}),
@@ -55,5 +55,5 @@ def test_accuracy_ties_coverage_and_gates():
 
 
 def test_no_verified_pairs_gives_no_entries():
-    empty = verified_pairs(PAIRS.filter(pl.col("chosen_rollout_id") == "d1"))
+    empty = verified_sides([p for p in PAIRS if p["chosen_rollout_id"] == "d1"])
     assert labeler_accuracy(empty, labels("gate", {"d1": 1.0, "d2": 1.0})) == {}
