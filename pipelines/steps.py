@@ -1,12 +1,14 @@
 """Stage `steps@NAME`: step-level (process) labels from params `steps.NAME` for rollouts (data/steps/NAME/).
 
-Rollouts of the configured tasks with a reference are selected (at most `max_rollouts`, lowest rollout ids first:
-ids are hashes, so that is a fixed pseudo-random sample that every steps stage shares, which makes their labels
-comparable). The driver picks them from the id columns alone and workers keep the rollouts up to the last chosen
-id, so no worker ever holds every rollout; chunks are groups by id hash, each labeled by a `StepLabeler` (Monte Carlo
-continuations on the policy, binary search, an LLM judge, or a consensus of both). Continuations and judge calls
-are cached by content under --cache, so a rerun, a resumed stage or a second steps stage asking for the same prefix
-generates nothing again. With `--metrics`: steps, continuations per labeled step, first-error shares, rejects.
+Rollouts of the configured tasks are selected (at most `max_rollouts`, lowest rollout ids first: ids are hashes, so
+that is a fixed pseudo-random sample that every steps stage shares, which makes their labels comparable). The driver
+picks them from the id columns alone and workers keep the rollouts up to the last chosen id, so no worker ever holds
+every rollout. With `reference: pseudo` (or `given_or_pseudo`) every eligible rollout of a prompt first votes on its
+pseudo-reference (transforms/steps/pseudo_reference.py). Chunks are groups by id hash, each labeled by a
+`StepLabeler` (Monte Carlo continuations on the policy, binary search, an LLM judge, or a consensus of both).
+Continuations and judge calls are cached by content under --cache, so a rerun, a resumed stage or a second steps
+stage asking for the same prefix generates nothing again. With `--metrics`: steps, continuations per labeled step,
+first-error shares, rejects.
 """
 
 import argparse
@@ -39,6 +41,7 @@ from rewardmill.transforms.sampling.policy import FINGERPRINT_FILE
 from rewardmill.transforms.sampling.pool import unknown_policy
 from rewardmill.transforms.steps.beam import NAMESPACE, REJECTED, LabelStepChunks
 from rewardmill.transforms.steps.labeler import StepsConfig
+from rewardmill.transforms.steps.pseudo_reference import AttachPseudoReferences
 from rewardmill.transforms.steps.stats import step_stats
 
 
@@ -123,14 +126,15 @@ class Chosen:
     """Whether a rollout is in the selection: of the tasks (and policy) asked for, with an id up to the last chosen
     one (the selection is the lowest eligible ids)."""
 
-    def __init__(self, params: StepsParams, last_id: str):
+    def __init__(self, params: StepsParams, last_id: str | None):
         self.tasks = params.tasks
         self.policy = params.policy
-        self.last_id = last_id
+        self.last_id = last_id  # None: every eligible rollout (the voters for pseudo-references)
 
     def __call__(self, row: dict) -> bool:
         own = self.policy is None or row["policy"]["name"] == self.policy
-        return own and row.get("task") in self.tasks and row["rollout_id"] <= self.last_id
+        in_sample = self.last_id is None or row["rollout_id"] <= self.last_id
+        return own and row.get("task") in self.tasks and in_sample
 
 
 def build(
@@ -146,10 +150,13 @@ def build(
 ):
     config = resolve(name, params)
     n_chunks = max(1, math.ceil(selected / params.chunk_size))
+    rollouts = p | "Read rollouts" >> ReadStageOutput(rollouts_dir, ROLLOUT_V2)
+    selected = rollouts | "Select" >> beam.Filter(Chosen(params, last_id))
+    if config.reference != "given":  # every eligible rollout of a prompt votes on its pseudo-reference
+        vote = AttachPseudoReferences(config.reference, config.pseudo_reference, Chosen(params, None))
+        selected = (rollouts, selected) | "Pseudo-references" >> vote
     labeled = (
-        p
-        | "Read rollouts" >> ReadStageOutput(rollouts_dir, ROLLOUT_V2)
-        | "Select" >> beam.Filter(Chosen(params, last_id))
+        selected
         | "Key by chunk" >> beam.Map(lambda row: (stable_shard(row["rollout_id"], n_chunks), row))
         | "Group chunks" >> beam.GroupByKey()
         | "Chunk in id order" >> beam.MapTuple(lambda _, rows: sorted(rows, key=lambda r: r["rollout_id"]))

@@ -14,7 +14,11 @@ from rewardmill.schemas.common import list_of, versioned
 
 # mc: Monte Carlo continuations from every step prefix (Math-Shepherd); binary_search: MC probes that search for
 # the first error (OmegaPRM); judge: an LLM names the first wrong step; consensus: MC and judge agree (Qwen).
-METHODS = ("mc", "binary_search", "judge", "consensus")
+BASE_METHODS = ("mc", "binary_search", "judge", "consensus")
+# Labels checked against a pseudo-reference (the majority answer of the prompt's rollouts, TTRL) rather than a given
+# reference carry this suffix, so a trainer or a filter can tell them apart: "mc+pseudo_reference".
+PSEUDO_REFERENCE = "+pseudo_reference"
+METHODS = BASE_METHODS + tuple(m + PSEUDO_REFERENCE for m in BASE_METHODS)
 
 STEP_LABEL_V1 = versioned(
     "step_label",

@@ -11,6 +11,7 @@ from rewardmill.pipelines.stage import digest_path
 from rewardmill.schemas import ROLLOUT_V2, STEP_LABEL_V1
 from rewardmill.transforms.io.parquet import read_rows, rows_to_table, write_table
 from rewardmill.transforms.sampling.policy import FINGERPRINT_FILE
+from rewardmill.transforms.steps.prm_rows import build_prm_row
 from tests.conftest import tiny_params
 from tests.pipelines.test_label_and_assemble import rollout
 
@@ -135,3 +136,53 @@ def test_selection_keeps_one_members_rollouts_and_counts_the_others():
     chosen, counts = steps_stage.select(rows, ("math",), None, "a")
     assert [r["rollout_id"] for r in chosen] == ["r1", "r3", "r5"]
     assert counts == {"rollouts": 6, "other_tasks": 0, "not_sampled": 0, "selected": 3, "other_policies": 3}
+
+
+PSEUDO = [  # math prompts; q1 and q2 have no reference
+    ("q1", 0, "Tom has 3 apples. He buys 4 more. So he has 3 + 4 = 7 apples. The answer is 7.", None),
+    ("q1", 1, "Three apples and four apples. That makes 7. The answer is 7.", None),
+    ("q1", 2, "Tom has 3 apples. He buys 4 more. So he has 3 + 4 = 8 apples. The answer is 8.", None),
+    ("q2", 0, "Five it is. The answer is 5.", None),  # q2: one vote each for 5 and 6, no majority
+    ("q2", 1, "Six it is. The answer is 6.", None),
+    ("q3", 0, "We add the numbers. The sum is 12. The answer is 12.", "9"),  # a given reference
+]
+
+
+@pytest.mark.parametrize("mode", ["given_or_pseudo", "pseudo"])
+def test_step_labels_against_the_prompts_majority_answer(tmp_path, params_file, policy_dir, mode):
+    """Prompts without a reference get step labels checked against their rollouts' majority answer (TTRL), flagged in
+    `method`; a prompt whose rollouts have no majority is rejected, saying why. given_or_pseudo keeps a given
+    reference; pseudo votes on every prompt (q3 has one rollout: too few answers for a vote)."""
+    params = tiny_params()
+    config = {"k": 1, "segment": {"strategy": "sentences"}, "continuation": {"max_new_tokens": 8}}
+    config["method"] = "binary_search"  # a final answer that agrees with the vote needs no continuation
+    params["steps"] = {"mc": {"tasks": ["math"], "config": {**config, "reference": mode}}}
+    params_file(params)
+    out_dir = tmp_path / "data/rollouts"
+    out_dir.mkdir(parents=True)
+    rows = [rollout(pid, i, text, reference=ref) for pid, i, text, ref in PSEUDO]
+    write_table(rows_to_table(rows, ROLLOUT_V2), str(out_dir / "part-00000-of-00001.parquet"))
+    (out_dir / "_manifest.json").write_text(json.dumps({"rows": len(rows)}))
+
+    out, metrics = run(tmp_path, "mc", policy_dir, out_dir)
+    steps = read_rows(str(out), STEP_LABEL_V1)
+    rejects = {r["row_id"]: r for r in read_rows(str(out / "_rejects"))}
+    by_rollout = {}
+    for row in steps:
+        by_rollout.setdefault(row["rollout_id"], []).append(row)
+    q1 = [by_rollout[f"q1-r{i}"] for i in range(3)]
+    for labeled in q1:
+        assert {r["method"] for r in labeled} == {"binary_search+pseudo_reference"}
+        assert json.loads(labeled[0]["raw"])["pseudo_reference"] == {"answer": "7", "vote_share": pytest.approx(2 / 3)}
+    finals = [json.loads(labeled[0]["raw"])["final_correct"] for labeled in q1]
+    assert finals == [True, True, False]  # 7, 7 and 8 against the majority's 7
+    assert [labeled[0]["first_error_step"] for labeled in q1][:2] == [-1, -1] and q1[2][0]["first_error_step"] >= 0
+    prm, rejected = build_prm_row(rows[2], rows[2], q1[2])  # a PRM row keeps the flag
+    assert rejected is None and prm["method"] == "binary_search+pseudo_reference", rejected
+    assert {rejects[f"q2-r{i}"]["reason"] for i in range(2)} == {"no_pseudo_reference"}
+    assert "no majority" in rejects["q2-r0"]["detail"]
+    if mode == "given_or_pseudo":  # q3 keeps its reference: the plain method
+        assert {r["method"] for r in by_rollout["q3-r0"]} == {"binary_search"}
+    else:
+        assert rejects["q3-r0"]["reason"] == "no_pseudo_reference" and "min_answers" in rejects["q3-r0"]["detail"]
+    assert metrics["rollouts"] + sum(metrics["rejects"].values()) == len(PSEUDO)

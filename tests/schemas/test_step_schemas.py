@@ -6,7 +6,7 @@ import pytest
 
 from rewardmill.schemas import PRM_V1, SCHEMAS, STEP_LABEL_V1
 from rewardmill.schemas.common import schema_id
-from rewardmill.schemas.step import METHODS
+from rewardmill.schemas.step import BASE_METHODS, METHODS, PSEUDO_REFERENCE
 
 
 def step_label_row(**overrides) -> dict:
@@ -186,7 +186,10 @@ def test_wrong_types_are_refused(schema, row):
 
 
 def test_methods():
-    assert METHODS == ("mc", "binary_search", "judge", "consensus")
+    """Each method, and each flagged as checked against a pseudo-reference (the majority answer) instead."""
+    assert BASE_METHODS == ("mc", "binary_search", "judge", "consensus")
+    assert METHODS == BASE_METHODS + tuple(f"{m}+pseudo_reference" for m in BASE_METHODS)
+    assert PSEUDO_REFERENCE == "+pseudo_reference"
 
 
 @pytest.mark.parametrize(

