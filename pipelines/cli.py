@@ -4,11 +4,21 @@ rewardmill run prompts
 rewardmill run label math_answer --rollouts data/rollouts --out /tmp/labels
 rewardmill push --repo-id owner/name --revision v1.0
 rewardmill stages
+rewardmill --params other.yaml run assemble      # any params file (REWARDMILL_PARAMS does the same)
+
+A user's mistake (a params key, a missing input folder, an unknown labeler) prints one line saying what is wrong and
+how to fix it, and exits 2; `--debug` prints the traceback as well.
 """
 
 import argparse
+import ast
 import importlib
+import importlib.util
+import logging
+import os
 import sys
+from importlib import metadata
+from pathlib import Path
 
 STAGES = {
     "model": "rewardmill.pipelines.model",
@@ -21,11 +31,89 @@ STAGES = {
     "validate": "rewardmill.pipelines.validate",
     "export": "rewardmill.pipelines.export",
 }
+USER_ERROR = 2  # exit status of a user's mistake (argparse's own)
+
+
+class _HideBeamImportNoise(logging.Filter):
+    """Beam's BigQuery client logs "apitools not found ..." on the root logger at import time: noise for every
+    command of a project that never touches GCP."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith("apitools not found")
+
+
+def version() -> str:
+    try:
+        return metadata.version("rewardmill")
+    except metadata.PackageNotFoundError:  # run from a source tree that was never installed
+        return "unknown (not installed)"
+
+
+def global_options(argv: list[str]) -> tuple[list[str], str | None, bool]:
+    """(argv without them, --params FILE, --debug). They may stand anywhere: before the command, after it, or among
+    a stage's own arguments (no stage has options of these names)."""
+    rest, params, debug = [], None, False
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg == "--debug":
+            debug = True
+        elif arg == "--params":
+            if i + 1 >= len(argv):
+                raise SystemExit("rewardmill: error: --params needs a file")
+            params, i = argv[i + 1], i + 1
+        elif arg.startswith("--params="):
+            params = arg.split("=", 1)[1]
+        else:
+            rest.append(arg)
+        i += 1
+    return rest, params, debug
+
+
+def stage_summaries() -> dict[str, str]:
+    """Each stage's first docstring line, read from its source: importing every stage (Beam, torch) takes seconds."""
+    summaries = {}
+    for name, module in STAGES.items():
+        path = Path(importlib.util.find_spec(module).origin)
+        doc = ast.get_docstring(ast.parse(path.read_text())) or ""
+        summaries[name] = doc.strip().splitlines()[0] if doc.strip() else ""
+    return summaries
+
+
+def is_user_error(exc: BaseException) -> bool:
+    """Mistakes in params, paths or names, whose message already says what to fix (imported only on failure)."""
+    from rewardmill.pipelines.config import ConfigError
+    from rewardmill.transforms.labelers import UnknownLabeler
+    from rewardmill.transforms.sampling.vllm_engine import VLLMUnavailableError
+
+    return isinstance(exc, (ConfigError, FileNotFoundError, NotADirectoryError, UnknownLabeler, VLLMUnavailableError))
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    parser = argparse.ArgumentParser(prog="rewardmill", description="Preference and process-reward dataset pipelines.")
+    logging.getLogger().addFilter(_HideBeamImportNoise())
+    argv, params, debug = global_options(list(sys.argv[1:] if argv is None else argv))
+    if params is not None:
+        if not Path(params).is_file():
+            print(f"rewardmill: error: --params {params}: no such file", file=sys.stderr)
+            return USER_ERROR
+        os.environ["REWARDMILL_PARAMS"] = str(Path(params).resolve())  # stages and their workers read it
+    try:
+        return dispatch(argv)
+    except Exception as exc:
+        if debug or not is_user_error(exc):
+            raise
+        print(f"rewardmill: error: {exc}\n(run with --debug for the traceback)", file=sys.stderr)
+        return USER_ERROR
+
+
+def dispatch(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(
+        prog="rewardmill",
+        description="Preference and process-reward dataset pipelines.",
+        epilog="Anywhere on the line: --params FILE (default params.yaml or $REWARDMILL_PARAMS), --debug "
+        "(tracebacks for user errors).",
+    )
+    parser.add_argument("--version", action="version", version=f"rewardmill {version()}")
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="run one stage (the same code `dvc repro` runs); args go to the stage")
     run.add_argument("stage", choices=sorted(STAGES))
@@ -40,11 +128,14 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     args = parser.parse_args(argv)
     if args.command == "stages":
-        for name, module in STAGES.items():
-            doc = (importlib.import_module(module).__doc__ or "").strip().splitlines()[0]
-            print(f"{name:10s} {doc}")
+        for name, summary in stage_summaries().items():
+            print(f"{name:10s} {summary}")
         return 0
-    importlib.import_module(STAGES[args.stage]).main(args.args)
+    program, sys.argv[0] = sys.argv[0], f"rewardmill run {args.stage}"  # the stage's --help names the real command
+    try:
+        importlib.import_module(STAGES[args.stage]).main(args.args)
+    finally:
+        sys.argv[0] = program
     if args.stage == "steps":
         _exit_now()
     return 0
@@ -55,9 +146,6 @@ def _exit_now() -> None:
     now, but in `dvc repro` the process sometimes aborted at exit ("terminate called without an active exception",
     exit -6: a native thread still joinable at teardown), which DVC reports as a failed stage. A vLLM engine is shut
     down first, so no engine process outlives the stage."""
-    import logging
-    import os
-
     if "rewardmill.transforms.sampling.vllm_engine" in sys.modules:
         sys.modules["rewardmill.transforms.sampling.vllm_engine"].shutdown_engines()
     logging.shutdown()

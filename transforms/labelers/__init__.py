@@ -42,6 +42,13 @@ LABELERS = {
 ENTRY_POINT_GROUP = "rewardmill.labelers"
 
 
+class UnknownLabeler(KeyError):
+    """params name a labeler that neither LABELERS nor an installed entry point provides."""
+
+    def __str__(self) -> str:  # KeyError's own str() quotes the message
+        return str(self.args[0])
+
+
 def get_labeler_class(key: str):
     if key in LABELERS:
         return LABELERS[key]
@@ -49,4 +56,4 @@ def get_labeler_class(key: str):
         if ep.name == key:
             return ep.load()
     known = sorted({*LABELERS, *(ep.name for ep in entry_points(group=ENTRY_POINT_GROUP))})
-    raise KeyError(f"unknown labeler {key!r}; known: {known}")
+    raise UnknownLabeler(f"unknown labeler {key!r}; known: {known}")

@@ -112,7 +112,6 @@ class EndpointRewardBackend:
         resolve_api_key(endpoint)  # fail now when the key is missing
         self._client = None
         self._lock = threading.Lock()
-        self.served_model = endpoint.model
 
     def _openai(self):
         with self._lock:

@@ -100,7 +100,7 @@ class RewardModelConfig:
             raise ValueError(
                 "backend endpoint needs endpoint.base_url, the server's root (e.g. http://127.0.0.1:8000)"
             )
-        return BackendConfig(kind="openai", **{"model": self.model, **self.endpoint})
+        return BackendConfig(kind="openai", **{**self.endpoint, "model": self.endpoint.get("model") or self.model})
 
     def model_identity(self) -> str:
         """The model's content fingerprint, so a new model at the same path never reads the old one's labels. The
