@@ -42,6 +42,9 @@ class _HideBeamImportNoise(logging.Filter):
         return not str(record.msg).startswith("apitools not found")
 
 
+HIDE_BEAM_IMPORT_NOISE = _HideBeamImportNoise()  # one instance: adding it again (main called twice) is a no-op
+
+
 def version() -> str:
     try:
         return metadata.version("rewardmill")
@@ -90,7 +93,7 @@ def is_user_error(exc: BaseException) -> bool:
 
 
 def main(argv: list[str] | None = None) -> int:
-    logging.getLogger().addFilter(_HideBeamImportNoise())
+    logging.getLogger().addFilter(HIDE_BEAM_IMPORT_NOISE)
     argv, params, debug = global_options(list(sys.argv[1:] if argv is None else argv))
     if params is not None:
         if not Path(params).is_file():

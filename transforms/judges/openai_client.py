@@ -157,8 +157,6 @@ class OpenAIJudgeClient:
         return JudgeResponse(tuple(completions), prompt_tokens, completion_tokens)
 
     def _send(self, request: JudgeRequest, n: int, seed: int | None) -> tuple[list[Completion], int, int]:
-        from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
-
         s = request.sampling
         kwargs = {
             "model": self.config.model,
@@ -173,11 +171,6 @@ class OpenAIJudgeClient:
             kwargs["seed"] = seed
         if s.top_logprobs > 0:
             kwargs.update(logprobs=True, top_logprobs=s.top_logprobs)
-        backoff = wait_exponential_jitter(multiplier=self.backoff, max=self.max_backoff, jitter=self.backoff)
-
-        def wait(state) -> float:  # our backoff, or longer when the server says when to come back (up to its cap)
-            asked = min(retry_after_seconds(state.outcome.exception()), self.config.max_retry_after)
-            return max(min(backoff(state), self.max_backoff), asked)
 
         def before_sleep(state) -> None:
             self._count(retries=1)
@@ -189,23 +182,43 @@ class OpenAIJudgeClient:
                 self._redact(f"{type(exc).__name__}: {_short(exc)}"),
             )
 
-        retrying = Retrying(
-            stop=stop_after_attempt(self.config.max_retries + 1),
-            wait=wait,
-            retry=retry_if_exception(is_retryable),
-            before_sleep=before_sleep,
-            reraise=True,
-        )
-        response = retrying(self._openai().chat.completions.create, **kwargs)
+        retry = retrying(self.config, self.backoff, self.max_backoff, before_sleep)
+        response = retry(self._openai().chat.completions.create, **kwargs)
         completions = [_completion(choice) for choice in sorted(response.choices, key=lambda c: c.index)]
         usage = response.usage
         return completions, (usage.prompt_tokens or 0) if usage else 0, (usage.completion_tokens or 0) if usage else 0
 
     def _redact(self, text: str) -> str:
-        key = os.environ.get(self.config.api_key_env)
-        if key:
-            text = text.replace(key, "***")
-        return KEY_PATTERN.sub("***", text)
+        return redact(text, self.config.api_key_env)
+
+
+def retrying(config: BackendConfig, backoff: float, max_backoff: float, before_sleep):
+    """A tenacity `Retrying` for one endpoint call: only transient failures (`is_retryable`), at most
+    `config.max_retries` retries, exponential backoff with jitter starting at `backoff` seconds (capped at
+    `max_backoff`), or longer when the server's Retry-After asks for it (capped at `config.max_retry_after`)."""
+    from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
+
+    exponential = wait_exponential_jitter(multiplier=backoff, max=max_backoff, jitter=backoff)
+
+    def wait(state) -> float:  # our backoff, or longer when the server says when to come back (up to its cap)
+        asked = min(retry_after_seconds(state.outcome.exception()), config.max_retry_after)
+        return max(min(exponential(state), max_backoff), asked)
+
+    return Retrying(
+        stop=stop_after_attempt(config.max_retries + 1),
+        wait=wait,
+        retry=retry_if_exception(is_retryable),
+        before_sleep=before_sleep,
+        reraise=True,
+    )
+
+
+def redact(text: str, api_key_env: str) -> str:
+    """`text` with the key in `api_key_env`, and anything shaped like a key, replaced by ***."""
+    key = os.environ.get(api_key_env)
+    if key:
+        text = text.replace(key, "***")
+    return KEY_PATTERN.sub("***", text)
 
 
 def _completion(choice) -> Completion:

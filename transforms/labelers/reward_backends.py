@@ -13,6 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Protocol
 
 from rewardmill.transforms.judges.client import BackendConfig
+from rewardmill.transforms.judges.openai_client import redact, resolve_api_key, retrying
 
 log = logging.getLogger("rewardmill")
 
@@ -38,12 +39,9 @@ class TransformersRewardBackend:
         import torch
         from transformers import AutoModelForSequenceClassification
 
-        from rewardmill.transforms.labelers.reward_model import check_reward_model_class
-
         if threads:
             torch.set_num_threads(threads)
         network = AutoModelForSequenceClassification.from_pretrained(model, dtype=getattr(torch, dtype))
-        check_reward_model_class(network)
         if network.config.pad_token_id is None:  # a batch needs the pad id to find each sequence's last token
             network.config.pad_token_id = pad_token_id
         self.model = network.eval()
@@ -95,17 +93,11 @@ class EndpointError(RuntimeError):
 class EndpointRewardBackend:
     """A server that answers vLLM's `POST /classify` ({"model", "input": [token ids...], "use_activation": false} ->
     {"data": [{"index", "probs"}]}): `vllm serve <reward model> --runner pooling`. `batch_size` inputs per request,
-    `max_concurrency` requests at once; 429, 5xx, timeouts and connection errors are retried with backoff (tenacity,
-    as the judge client does), anything else fails the batch at once. The key comes from `api_key_env` (localhost
-    needs none) and never reaches a log or an error."""
+    `max_concurrency` requests at once; 429, 5xx, timeouts and connection errors are retried with backoff and the
+    server's Retry-After (the judge client's `retrying`), anything else fails the batch at once. The key comes from
+    `api_key_env` (localhost needs none) and never reaches a log or an error."""
 
     def __init__(self, endpoint: BackendConfig, batch_size: int, backoff: float = 1.0):
-        from rewardmill.transforms.judges.openai_client import resolve_api_key
-
-        if not endpoint.base_url:
-            raise ValueError(
-                "backend endpoint needs endpoint.base_url, the server's root (e.g. http://127.0.0.1:8000)"
-            )
         self.endpoint = endpoint
         self.batch_size = batch_size
         self.backoff = backoff
@@ -118,8 +110,6 @@ class EndpointRewardBackend:
             if self._client is None:
                 import openai
 
-                from rewardmill.transforms.judges.openai_client import resolve_api_key
-
                 self._client = openai.OpenAI(
                     api_key=resolve_api_key(self.endpoint),
                     base_url=self.endpoint.base_url.rstrip("/"),
@@ -128,24 +118,13 @@ class EndpointRewardBackend:
                 )
             return self._client
 
-    def _retrying(self, call, *args, **kwargs):
-        from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
-
-        from rewardmill.transforms.judges.openai_client import is_retryable
-
-        retrying = Retrying(
-            stop=stop_after_attempt(self.endpoint.max_retries + 1),
-            wait=wait_exponential_jitter(multiplier=self.backoff, max=30.0, jitter=self.backoff),
-            retry=retry_if_exception(is_retryable),
-            before_sleep=lambda state: log.info(
-                "reward endpoint %s: attempt %d failed (%s), retrying",
-                self.endpoint.base_url,
-                state.attempt_number,
-                type(state.outcome.exception()).__name__,
-            ),
-            reraise=True,
+    def _before_sleep(self, state) -> None:
+        log.info(
+            "reward endpoint %s: attempt %d failed (%s), retrying",
+            self.endpoint.base_url,
+            state.attempt_number,
+            type(state.outcome.exception()).__name__,
         )
-        return retrying(call, *args, **kwargs)
 
     def logits(self, token_ids: list[list[int]]) -> list[list[float]]:
         if not token_ids:
@@ -159,13 +138,12 @@ class EndpointRewardBackend:
         body = {"model": self.endpoint.model, "input": chunk, "use_activation": False}
         url = self.endpoint.base_url
         try:
-            answer = self._retrying(self._openai().post, "/classify", cast_to=dict, body=body)
+            retry = retrying(self.endpoint, self.backoff, 30.0, self._before_sleep)
+            answer = retry(self._openai().post, "/classify", cast_to=dict, body=body)
         except Exception as exc:
-            from rewardmill.transforms.judges.openai_client import KEY_PATTERN
-
             raise EndpointError(
                 f"reward endpoint {url}/classify failed for {len(chunk)} inputs: {type(exc).__name__}: "
-                f"{KEY_PATTERN.sub('***', str(exc))[:300]}. Check that it serves the reward model with "
+                f"{redact(str(exc), self.endpoint.api_key_env)[:300]}. Check that it serves the reward model with "
                 "`vllm serve <model> --runner pooling` and that endpoint.model names it"
             ) from exc
         data = sorted(answer.get("data") or [], key=lambda d: d["index"])

@@ -255,9 +255,3 @@ def check_architectures(model: str, architectures: list[str]) -> None:
             "train one with TRL's RewardTrainer (AutoModelForSequenceClassification, num_labels=1) or pick a "
             "reward model such as Skywork-Reward"
         )
-
-
-def check_reward_model_class(model) -> None:
-    """NoRewardHead for a loaded model that is not a sequence classifier (a hub id that named a causal LM)."""
-    if not type(model).__name__.endswith("ForSequenceClassification"):
-        raise NoRewardHead(f"{type(model).__name__} is not a sequence-classification reward model")

@@ -31,7 +31,6 @@ from rewardmill.transforms.steps.continuations import ContinuationSampling, Pref
 from rewardmill.transforms.steps.search import BinarySearch, ExhaustiveMC, StepDecision, run_rounds
 from rewardmill.transforms.steps.segment import STRATEGIES, Step, join_prefix, segment
 
-METHODS = BASE_METHODS
 REFERENCES = ("given", "pseudo", "given_or_pseudo")
 VERSION = "1"
 DIGITS = 6
@@ -75,8 +74,8 @@ class StepsConfig:
     pseudo_reference: SelfConsistencyConfig = field(default_factory=SelfConsistencyConfig)
 
     def __post_init__(self):
-        if self.method not in METHODS:
-            raise ValueError(f"method must be one of {METHODS}, got {self.method!r}")
+        if self.method not in BASE_METHODS:  # the +pseudo_reference flag is the stage's to add, not a method
+            raise ValueError(f"method must be one of {BASE_METHODS}, got {self.method!r}")
         if self.reference not in REFERENCES:
             raise ValueError(f"reference must be one of {REFERENCES}, got {self.reference!r}")
         if self.k < 1:
@@ -152,12 +151,11 @@ class StepLabeler:
         for rollout in rollouts:
             steps = segment(rollout.get("completion") or "", cfg.segment.strategy, cfg.segment.pattern,
                             cfg.segment.max_steps)  # fmt: skip
-            reference = rollout.get("reference")
             if not steps:
                 rejects.append((rollout, "no_steps", "the completion is empty"))
             elif rollout.get("pseudo_reference_missing"):
                 rejects.append((rollout, "no_pseudo_reference", rollout["pseudo_reference_missing"]))
-            elif not isinstance(reference, str) or not reference.strip():
+            elif not has_reference(rollout):
                 rejects.append((rollout, "no_reference", "step labels need a reference answer to check against"))
             else:
                 ready.append((rollout, steps))
@@ -234,6 +232,12 @@ class StepLabeler:
             }
             for i, step in enumerate(item.steps)
         ]
+
+
+def has_reference(rollout: dict) -> bool:
+    """A non-blank reference answer to check final answers and continuations against."""
+    reference = rollout.get("reference")
+    return isinstance(reference, str) and bool(reference.strip())
 
 
 def from_first_error(first_error: int, n_steps: int) -> StepDecision:

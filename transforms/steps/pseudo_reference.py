@@ -13,11 +13,7 @@ import json
 import apache_beam as beam
 
 from rewardmill.transforms.labelers.self_consistency import SelfConsistencyConfig, SelfConsistencyVerifier
-
-
-def has_reference(row: dict) -> bool:
-    reference = row.get("reference")
-    return isinstance(reference, str) and bool(reference.strip())
+from rewardmill.transforms.steps.labeler import has_reference
 
 
 def needs_vote(row: dict, mode: str) -> bool:
