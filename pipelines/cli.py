@@ -4,6 +4,7 @@ rewardmill run prompts
 rewardmill run label math_answer --rollouts data/rollouts --out /tmp/labels
 rewardmill push --repo-id owner/name --revision v1.0
 rewardmill stages
+rewardmill plan                                  # requests, tokens and money per stage, before any is spent
 rewardmill --params other.yaml run assemble      # any params file (REWARDMILL_PARAMS does the same)
 
 A user's mistake (a params key, a missing input folder, an unknown labeler) prints one line saying what is wrong and
@@ -125,7 +126,8 @@ def dispatch(argv: list[str]) -> int:
     sub.add_parser("label", help="label a JSONL/Parquet file of rollouts outside DVC", add_help=False)
     sub.add_parser("new-labeler", help="scaffold a labeler file, its test and its params entry", add_help=False)
     sub.add_parser("push", help="upload the export folder to a Hugging Face dataset repo, tagged", add_help=False)
-    own_parsers = {"label": "label_file", "new-labeler": "scaffold", "push": "push"}
+    sub.add_parser("plan", help="what each stage would send: requests, tokens, money", add_help=False)
+    own_parsers = {"label": "label_file", "new-labeler": "scaffold", "push": "push", "plan": "plan"}
     if argv and argv[0] in own_parsers:  # these parse their own arguments
         importlib.import_module(f"rewardmill.pipelines.{own_parsers[argv[0]]}").main(argv[1:])
         return 0

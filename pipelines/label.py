@@ -34,6 +34,8 @@ from rewardmill.transforms.labelers import get_labeler_class
 from rewardmill.transforms.labelers.beam import NOT_APPLICABLE, REJECTED, USAGE_NAMESPACE, LabelAll, LabelRollouts
 from rewardmill.transforms.labelers.normalize import normalize_output
 from rewardmill.transforms.labelers.stats import label_stats
+from rewardmill.transforms.planning.budget import Admission, Budget
+from rewardmill.transforms.planning.report import admit_or_fail, budget_record, report_budget
 
 NOT_APPLICABLE_FILE = "_not_applicable.json"
 
@@ -48,6 +50,9 @@ class LabelerParams:
     # None = the labeler's own default (its `tasks` attribute; no attribute = every task).
     tasks: tuple[str, ...] | None = None
     num_shards: int = 1
+    # The most this stage sends in one run (judge calls, tokens, USD at params `prices`); prompts beyond it are
+    # rejected with reason `budget`, and a rerun with a larger budget continues from the caches. null = no cap.
+    budget: Budget = field(default_factory=Budget)
 
 
 def resolve(name: str, params: LabelerParams):
@@ -65,14 +70,13 @@ def build(
     cache_dir: str | None = None,
     flush_every: int = 64,
     total: int | None = None,
+    over_budget: frozenset[str] = frozenset(),
 ) -> None:
     cls, config = resolve(name, params)
-    labeled = (
-        p
-        | "Read rollouts" >> ReadStageOutput(rollouts_dir, ROLLOUT_V2)
-        | f"Label {name}"
-        >> LabelAll(LabelRollouts(cls, config, name, cache_dir, flush_every, total, tasks=params.tasks))
-    )
+    dofn = LabelRollouts(cls, config, name, cache_dir, flush_every, total, tasks=params.tasks)
+    if over_budget:
+        dofn.over_budget(over_budget, f"params labelers.{name}.budget ({params.budget.describe()})")
+    labeled = p | "Read rollouts" >> ReadStageOutput(rollouts_dir, ROLLOUT_V2) | f"Label {name}" >> LabelAll(dofn)
     _ = labeled.labels | "Write labels" >> WriteSortedParquet(
         out_dir, LABEL_V1, sort_key=lambda r: f"{r['rollout_id']}\x00{r['aspect']}", num_shards=params.num_shards
     )
@@ -112,6 +116,17 @@ def check_conservation(stage: str, out_dir: str, rollouts: int, not_applicable: 
     )
 
 
+def admission(name: str, params: LabelerParams, rollouts_dir: str, cache_dir: str | None) -> Admission | None:
+    """Which prompts fit under the stage's budget (None: no budget), from its plan over the caches' state."""
+    if not params.budget.limited:
+        return None
+    from rewardmill.pipelines.plan import load_prices, plan_label_stage, plan_paths
+
+    paths = plan_paths(rollouts=rollouts_dir, label_cache=None)  # cache-blind: the admission depends on inputs only
+    plan = plan_label_stage(name, paths, load_prices(), params)
+    return admit_or_fail(f"labelers.{name}.budget", plan, params.budget)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("name", help="the key under `labelers:` in params.yaml")
@@ -129,10 +144,12 @@ def main(argv: list[str] | None = None) -> None:
     storage.check_readable(args.rollouts, "rollouts")
     total = count_rows(args.rollouts)  # every one is accounted for (check_conservation)
     stage = f"label@{args.name}"
+    admitted = admission(args.name, params, args.rollouts, args.cache)
+    over = frozenset(admitted.excluded) if admitted else frozenset()
     timer = StageTimer(stage)
     with atomic_output(out) as tmp:
         result = run_pipeline(
-            lambda p: build(p, args.name, params, args.rollouts, tmp, args.cache, args.cache_flush_every, total),
+            lambda p: build(p, args.name, params, args.rollouts, tmp, args.cache, args.cache_flush_every, total, over),
             beam_cfg,
         )
         not_applicable = dict(sorted((pop_json(storage.join(tmp, NOT_APPLICABLE_FILE)) or {}).items()))
@@ -155,10 +172,14 @@ def main(argv: list[str] | None = None) -> None:
         )
     if args.metrics:
         usage = counter_totals(result, USAGE_NAMESPACE)
+        budget = {"budget": budget_record(admitted)} if admitted else {}
         write_json_atomic(
-            args.metrics, {**stats, "not_applicable": not_applicable, "rejects": manifest["rejects"], "usage": usage}
+            args.metrics,
+            {**stats, "not_applicable": not_applicable, "rejects": manifest["rejects"], "usage": usage} | budget,
         )
     timer.done(manifest)
+    if admitted:
+        report_budget(stage, f"labelers.{args.name}.budget", params.budget, admitted, manifest)
 
 
 if __name__ == "__main__":

@@ -29,6 +29,8 @@ from rewardmill.pipelines.stage import (
 from rewardmill.schemas import PROMPT_V1, ROLLOUT_V2
 from rewardmill.transforms.io import storage
 from rewardmill.transforms.io.parquet import ReadStageOutput, WriteSortedParquet, read_rows
+from rewardmill.transforms.planning.budget import BUDGET_REASON, Budget
+from rewardmill.transforms.planning.report import admit_or_fail, report_budget
 from rewardmill.transforms.sampling.cache import COUNTERS, RolloutCache
 from rewardmill.transforms.sampling.openai_backend import EndpointPolicy, OpenAIPolicyHandler, check_reachable
 from rewardmill.transforms.sampling.params import SamplingParams
@@ -62,6 +64,9 @@ class RolloutsConfig:
     # Prompts whose generation may fail (after the backend's retries) before the stage fails instead of writing them
     # as `generation_error` rejects. 0: an outage fails the stage, and a rerun resumes from the rollouts cache.
     max_generation_errors: int = 0
+    # The most this stage sends in one run (a request = one sample; tokens; USD at params `prices` for endpoints);
+    # prompts beyond it are rejected with reason `budget`, and a rerun with a larger budget resumes from the cache.
+    budget: Budget = field(default_factory=Budget)
 
     def __post_init__(self):
         if self.backend not in BACKENDS:
@@ -109,18 +114,21 @@ def build(
     total: int,
     out_dir: str,
     cache_dir: str | None = None,
+    over_budget: frozenset[str] = frozenset(),
 ):
     """Every member samples the same batches; their rows meet in one sorted output (pool members one after
-    another per prompt, by name), and their failed batches in one reject file."""
+    another per prompt, by name), and their failed batches in one reject file. Prompts in `over_budget` are not
+    sampled: each (prompt, policy) is a `budget` reject."""
     groups = max(1, math.ceil(total / (cfg.batch_size * 4)))  # parallelism for runners with many workers
     sampling = cfg.sampling()
     pooled = bool(cfg.policies)
-    batches = (
-        p
-        | "Read prompts" >> ReadStageOutput(prompts_dir, PROMPT_V1)
-        | "Form batches" >> FormBatches(cfg.batch_size, groups)
-    )
+    prompts = p | "Read prompts" >> ReadStageOutput(prompts_dir, PROMPT_V1)
     rows, failed = [], []
+    if over_budget:
+        prompts, skipped = prompts | "Budget" >> beam.Partition(lambda row, _: int(row["prompt_id"] in over_budget), 2)
+        names = [m.name if pooled else None for m in members]
+        failed.append(skipped | "Budget rejects" >> beam.FlatMap(_budget_rejects, names, cfg.budget.describe()))
+    batches = prompts | "Form batches" >> FormBatches(cfg.batch_size, groups)
     for m in members:
         step = f" {m.name}" if pooled else ""  # one policy keeps the plain step names
         cache = RolloutCache(cache_dir, m.info.fingerprint, m.backend, sampling)
@@ -142,6 +150,13 @@ def build(
 
 def _rollout_key(row: dict[str, Any]) -> str:
     return f"{row['prompt_id']}\x00{row['policy']['name']}\x00{row['sample_index']:06d}"
+
+
+def _budget_rejects(prompt, policies: list[str | None], budget: str):
+    for policy in policies:
+        row_id = prompt["prompt_id"] if policy is None else f"{prompt['prompt_id']}@{policy}"
+        why = f"params rollouts.budget ({budget}) was reached before this prompt; a larger budget samples it"
+        yield reject(STAGE, row_id, BUDGET_REASON, why)
 
 
 def _failed_rejects(failure, policy: str | None):
@@ -195,10 +210,12 @@ def main(argv: list[str] | None = None) -> None:
             check_reachable(m.openai)
     storage.check_readable(args.prompts, "prompts")
     total = read_manifest(args.prompts)["rows"]
+    admitted = admission(cfg, args.prompts, args.model, args.cache)
+    over = frozenset(admitted.excluded) if admitted else frozenset()
     timer = StageTimer(STAGE)
     with atomic_output(args.out) as tmp:
         result = run_pipeline(
-            lambda p: build(p, cfg, args.prompts, members, total, tmp, args.cache),
+            lambda p: build(p, cfg, args.prompts, members, total, tmp, args.cache, over),
             beam_cfg,
         )
         manifest = write_manifest(
@@ -229,6 +246,18 @@ def main(argv: list[str] | None = None) -> None:
             counts.get("prompts_reused", 0),
         )
     timer.done(manifest)
+    if admitted:
+        report_budget(STAGE, "rollouts.budget", cfg.budget, admitted, manifest)
+
+
+def admission(cfg: RolloutsConfig, prompts_dir: str, model_dir: str, cache: str | None):
+    """Which prompts fit under the stage's budget (None: no budget), from its plan over the rollout cache."""
+    if not cfg.budget.limited:
+        return None
+    from rewardmill.pipelines.plan import load_prices, plan_paths, plan_rollouts_stage
+
+    paths = plan_paths(prompts=prompts_dir, model=model_dir, rollouts_cache=None)  # cache-blind (see budget.py)
+    return admit_or_fail("rollouts.budget", plan_rollouts_stage(paths, load_prices(), cfg), cfg.budget)
 
 
 if __name__ == "__main__":

@@ -29,6 +29,7 @@ from rewardmill.pipelines.stage import (
     counter_totals,
     load_beam_config,
     read_manifest,
+    reject,
     run_pipeline,
     setup_logging,
     write_json_atomic,
@@ -37,6 +38,8 @@ from rewardmill.pipelines.stage import (
 )
 from rewardmill.schemas import ROLLOUT_V2, STEP_LABEL_V1
 from rewardmill.transforms.io.parquet import ReadStageOutput, WriteSortedParquet, stable_shard
+from rewardmill.transforms.planning.budget import BUDGET_REASON, Budget
+from rewardmill.transforms.planning.report import admit_or_fail, budget_record, report_budget
 from rewardmill.transforms.sampling.policy import FINGERPRINT_FILE
 from rewardmill.transforms.sampling.pool import unknown_policy
 from rewardmill.transforms.steps.beam import NAMESPACE, REJECTED, LabelStepChunks
@@ -60,6 +63,9 @@ class StepsParams:
     # model folder: Monte Carlo estimates are the policy's own. null = the rollouts' only policy.
     policy: str | None = None
     num_shards: int = 1
+    # The most this stage sends in one run (a request = one prefix's k continuations, or one judge call); prompts
+    # beyond it are rejected with reason `budget`, and a rerun with a larger budget continues from the caches.
+    budget: Budget = field(default_factory=Budget)
 
     def __post_init__(self):
         if self.max_rollouts is not None and self.max_rollouts < 1:
@@ -147,11 +153,19 @@ def build(
     cache: str | None,
     last_id: str,
     selected: int,
+    over_budget: frozenset[str] = frozenset(),
 ):
     config = resolve(name, params)
     n_chunks = max(1, math.ceil(selected / params.chunk_size))
     rollouts = p | "Read rollouts" >> ReadStageOutput(rollouts_dir, ROLLOUT_V2)
     selected = rollouts | "Select" >> beam.Filter(Chosen(params, last_id))
+    left_out = []
+    if over_budget:
+        selected, skipped = selected | "Budget" >> beam.Partition(
+            lambda row, _: int(row["prompt_id"] in over_budget), 2
+        )
+        why = f"params steps.{name}.budget ({params.budget.describe()}) was reached before this prompt"
+        left_out = [skipped | "Budget rejects" >> beam.Map(budget_reject, f"steps@{name}", why)]
     if config.reference != "given":  # every eligible rollout of a prompt votes on its pseudo-reference
         vote = AttachPseudoReferences(config.reference, config.pseudo_reference, Chosen(params, None))
         selected = (rollouts, selected) | "Pseudo-references" >> vote
@@ -171,7 +185,23 @@ def build(
         sort_key=lambda r: f"{r['rollout_id']}\x00{r['step_index']:06d}",
         num_shards=params.num_shards,
     )
-    write_rejects(labeled[REJECTED], out_dir)
+    rejects = labeled[REJECTED] if not left_out else (labeled[REJECTED], *left_out) | "All rejects" >> beam.Flatten()
+    write_rejects(rejects, out_dir)
+
+
+def budget_reject(row: dict, stage: str, why: str) -> dict:
+    return reject(stage, row["rollout_id"], BUDGET_REASON, f"{why}; a rerun with a larger budget labels it")
+
+
+def admission(name: str, params: StepsParams, rollouts_dir: str, model_dir: str, cache: str | None):
+    """Which prompts fit under the stage's budget (None: no budget), from its plan over the caches' state."""
+    if not params.budget.limited:
+        return None
+    from rewardmill.pipelines.plan import load_prices, plan_paths, plan_steps_stage
+
+    paths = plan_paths(rollouts=rollouts_dir, model=model_dir, steps_cache=None)  # cache-blind (see budget.py)
+    plan = plan_steps_stage(name, paths, load_prices(), params)
+    return admit_or_fail(f"steps.{name}.budget", plan, params.budget)
 
 
 def check_conservation(stage: str, out_dir: str, selected: int) -> None:
@@ -198,11 +228,13 @@ def main(argv: list[str] | None = None) -> None:
     out = args.out or f"data/steps/{args.name}"
     stage = f"steps@{args.name}"
     last_id, chosen = selection(args.rollouts, params)
+    admitted = admission(args.name, params, args.rollouts, args.model, args.cache)
+    over = frozenset(admitted.excluded) if admitted else frozenset()
     timer = StageTimer(stage)
     with atomic_output(out) as tmp:
         result = run_pipeline(
             lambda p: build(
-                p, args.name, params, args.rollouts, model_dir, tmp, args.cache, last_id, chosen["selected"]
+                p, args.name, params, args.rollouts, model_dir, tmp, args.cache, last_id, chosen["selected"], over
             ),
             beam_cfg,
         )
@@ -218,10 +250,14 @@ def main(argv: list[str] | None = None) -> None:
         stats = step_stats(tmp) if args.metrics else None
     if args.metrics:
         this_run = counter_totals(result, NAMESPACE)  # continuations generated now (not from the cache), rollouts
+        budget = {"budget": budget_record(admitted)} if admitted else {}
         write_json_atomic(
-            args.metrics, {**stats, "selection": chosen, "rejects": manifest["rejects"], "this_run": this_run}
+            args.metrics,
+            {**stats, "selection": chosen, "rejects": manifest["rejects"], "this_run": this_run} | budget,
         )
     timer.done(manifest)
+    if admitted:
+        report_budget(stage, f"steps.{args.name}.budget", params.budget, admitted, manifest)
 
 
 if __name__ == "__main__":

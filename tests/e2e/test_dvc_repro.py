@@ -63,8 +63,26 @@ def project(tmp_path_factory) -> Path:
     run([str(BIN / "dvc"), "config", "core.analytics", "false"], root)
     run(["git", "add", "-A"], root)
     run(["git", "commit", "-qm", "init"], root)
+    # `rewardmill plan` before each spend: the rollouts' samples, then every label and steps stage's calls
+    run([str(BIN / "dvc"), "repro", "model", "prompts"], root)
+    plans(root).write_text(run_json([str(BIN / "rewardmill"), "plan", "--json", "--stage", "rollouts"], root))
+    run([str(BIN / "dvc"), "repro", "rollouts"], root)
+    plans(root, "labels").write_text(run_json([str(BIN / "rewardmill"), "plan", "--json"], root))
     run([str(BIN / "dvc"), "repro"], root)
     return root
+
+
+def plans(root: Path, what: str = "rollouts") -> Path:
+    """Where the fixture keeps a plan (beside the project, not in its git tree)."""
+    return root.parent / f"{root.name}-plan-{what}.json"
+
+
+def run_json(cmd: list[str], cwd: Path) -> str:
+    env = {**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}"}
+    env.pop("REWARDMILL_PARAMS", None)
+    proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    return proc.stdout
 
 
 def test_repro_builds_every_output(project):
@@ -111,6 +129,31 @@ def test_repro_builds_every_output(project):
     assert appeal["labels"] == arithmetic["count"] * n and "appealed" in appeal["labeler"]
     # evaluate is off in the shipped params (the override experiment below turns it on): it records only that
     assert json.loads((project / "metrics/evaluate.json").read_text()) == {"enabled": False}
+
+
+def test_the_plan_before_each_spend_equals_what_the_run_sent(project):
+    params = tiny_params()
+    n_prompts = json.loads((project / "data/prompts/_manifest.json").read_text())["rows"]
+    (rollouts,) = json.loads(plans(project).read_text())
+    assert rollouts["rows"] == n_prompts and rollouts["rows_cached"] == 0
+    assert rollouts["requests"] == n_prompts * params["rollouts"]["n"]  # every sample, none cached yet
+    assert rollouts["tokens_out_max"] == rollouts["requests"] * params["rollouts"]["max_new_tokens"]
+    planned = {p["stage"]: p for p in json.loads(plans(project, "labels").read_text())}
+    assert planned["rollouts"]["requests"] == 0 and planned["rollouts"]["rows_cached"] == n_prompts
+    for name in params["labelers"]:
+        usage = json.loads((project / f"metrics/labels/{name}.json").read_text())["usage"]
+        assert planned[f"label@{name}"]["requests"] == usage.get("requests", 0), name
+        assert planned[f"label@{name}"]["tokens_in"] == usage.get("prompt_tokens", 0), name
+    assert planned["label@panel"]["requests"] > 0 and planned["label@appeal"]["requests"] > 0
+    for name, entry in params["steps"].items():
+        this_run = json.loads((project / f"metrics/steps/{name}.json").read_text())["this_run"]
+        plan = planned[f"steps@{name}"]
+        generated = plan["requests"] * entry["config"]["k"]  # a request is one prefix's k continuations
+        if plan["requests_bound"]:  # a binary search past an uncached prefix: an upper bound
+            assert this_run.get("continuations_generated", 0) <= generated, name
+        else:
+            assert this_run.get("continuations_generated", 0) == generated, name
+    assert planned["steps@mc"]["requests"] > 0
 
 
 @pytest.fixture(scope="module")

@@ -3,8 +3,19 @@
 from rewardmill.transforms.judges.call_cache import CachedJudgeClient
 from rewardmill.transforms.judges.client import BackendConfig, JudgeClient
 
+# Set while `rewardmill plan` runs (transforms/planning/judge_calls.py): a factory of clients that count the requests
+# a labeler would send, against the call cache, and send none. Judges build every client here, inner ones included.
+planning_factory = None
+
 
 def make_client(config: BackendConfig) -> JudgeClient:
+    """The client for `config`; while a plan runs, its counting stand-in (nothing is sent)."""
+    if planning_factory is not None:
+        return planning_factory(config)
+    return build_client(config)
+
+
+def build_client(config: BackendConfig) -> JudgeClient:
     """transformers -> TransformersJudgeClient (local model), vllm -> VLLMJudgeClient (local model on in-process
     vLLM), openai -> OpenAIJudgeClient (any compatible endpoint).
 

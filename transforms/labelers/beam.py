@@ -8,6 +8,7 @@ from rewardmill.pipelines.stage import reject
 from rewardmill.transforms.io.progress import Progress
 from rewardmill.transforms.labelers.base import as_labels, label_row
 from rewardmill.transforms.labelers.cache import LabelCache, call_cache_dir, label_group_with_cache, label_with_cache
+from rewardmill.transforms.planning.budget import BUDGET_REASON
 
 REJECTED = "rejected"
 USAGE_NAMESPACE = "judge"
@@ -80,6 +81,12 @@ class LabelRollouts(beam.DoFn):
         self.cache_dir = cache_dir
         self.labeler = None
         self._usage_seen: dict[str, int] = {}
+        self.excluded: frozenset[str] = frozenset()  # prompts left out by the stage's budget
+        self.budget_note = ""
+
+    def over_budget(self, prompt_ids: frozenset[str], why: str) -> None:
+        """Reject the rollouts of `prompt_ids` with reason `budget` (`why`: which budget) instead of labeling them."""
+        self.excluded, self.budget_note = frozenset(prompt_ids), why
 
     def setup(self):
         self.labeler = self.labeler_cls(self.config)
@@ -114,6 +121,13 @@ class LabelRollouts(beam.DoFn):
             beam.metrics.Metrics.counter("label", "not_applicable").inc()
             self.progress.update(1)
             return beam.pvalue.TaggedOutput(NOT_APPLICABLE, (row.get("task"), row.get("rollout_id")))
+        if row.get("prompt_id") in self.excluded:
+            beam.metrics.Metrics.counter("label", "rejected_budget").inc()
+            self.progress.update(1)
+            detail = f"{self.budget_note} was reached before this prompt; a rerun with a larger budget labels it"
+            return beam.pvalue.TaggedOutput(
+                REJECTED, reject(f"label@{self.key}", row.get("rollout_id"), BUDGET_REASON, detail)
+            )
         missing = [c for c in self.labeler.reads if c not in row]
         if missing:
             beam.metrics.Metrics.counter("label", "rejected_missing_column").inc()

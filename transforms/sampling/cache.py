@@ -54,6 +54,13 @@ class RolloutCache:
         }
         return hashlib.sha256(json.dumps(ident, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
 
+    def has(self, prompt: dict[str, Any]) -> bool:
+        """Whether all n samples of `prompt` are cached (what `rewardmill plan` asks)."""
+        if self._store is None:
+            return False
+        samples = self._store.get(self.key_of(prompt))
+        return samples is not None and len(samples) == self.n
+
     def sample(self, prompts: Sequence[dict[str, Any]], generate: Generate) -> list[list[Sample]]:
         """Each prompt's samples, in order: cached ones as stored, the rest from one `generate` call (then stored
         and flushed, so a crash after this batch loses nothing)."""

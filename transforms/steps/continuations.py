@@ -174,6 +174,10 @@ class CachedContinuer:
         }
         return hashlib.sha256(json.dumps(ident, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
 
+    def cached(self, request: PrefixRequest) -> list[str] | None:
+        """The cached continuations of `request`, or None (what `rewardmill plan` asks)."""
+        return None if self._store is None else self._store.get(self.key_of(request))
+
     def continue_many(self, requests: Sequence[PrefixRequest]) -> list[list[str]]:
         keys = [self.key_of(r) for r in requests]
         found = {k: self._store.get(k) for k in keys} if self._store is not None else {}

@@ -110,16 +110,16 @@ class StepLabeler:
     def label_chunk(self, rollouts: list[dict]) -> tuple[list[dict], list[tuple[dict, str, str]]]:
         """Rollout rows -> (STEP_LABEL_V1 rows, rejects as (rollout, reason, detail))."""
         cfg = self.config
-        items, rejects = self._prepare(rollouts)
+        items, rejects = self.prepare(rollouts)
         if not items:
             return [], rejects
         decisions: list[StepDecision | None] = [None] * len(items)
         if cfg.uses_continuations:
-            planners = [self._planner(item) for item in items]
+            planners = [self.planner_for(item) for item in items]
             found, rounds = run_rounds(planners, lambda work: self._estimate(items, work))
             self.rounds += rounds
             decisions = list(found)
-        judged = self._judge(items) if cfg.uses_judge else [(None, None)] * len(items)
+        judged = self.judge(items) if cfg.uses_judge else [(None, None)] * len(items)
         rows: list[dict] = []
         for item, decision, (judge_first, judge_text) in zip(items, decisions, judged, strict=True):
             raw = {"final_correct": item.final_correct}
@@ -146,7 +146,7 @@ class StepLabeler:
             rows.extend(self._rows(item, decision, raw))
         return rows, rejects
 
-    def _prepare(self, rollouts: list[dict]) -> tuple[list[_Item], list[tuple[dict, str, str]]]:
+    def prepare(self, rollouts: list[dict]) -> tuple[list[_Item], list[tuple[dict, str, str]]]:
         cfg, rejects, ready = self.config, [], []
         for rollout in rollouts:
             steps = segment(rollout.get("completion") or "", cfg.segment.strategy, cfg.segment.pattern,
@@ -170,7 +170,7 @@ class StepLabeler:
                 items.append(_Item(rollout, steps, final.verdict == "correct"))
         return items, rejects
 
-    def _planner(self, item: _Item):
+    def planner_for(self, item: _Item):
         cfg = self.config
         kind = cfg.search if cfg.method == "consensus" else cfg.method
         planner = ExhaustiveMC if kind == "mc" else BinarySearch
@@ -195,7 +195,7 @@ class StepLabeler:
         # (n_correct, k): the k is what came back, so a short answer from a backend is not counted as wrong
         return [(sum(next(verdicts).verdict == "correct" for _ in texts), len(texts)) for texts in continuations]
 
-    def _judge(self, items: list[_Item]) -> list[tuple[int | None, str | None]]:
+    def judge(self, items: list[_Item]) -> list[tuple[int | None, str | None]]:
         cfg = self.config.judge
         requests = [
             JudgeRequest(

@@ -1,0 +1,213 @@
+"""`rewardmill plan`: what every stage of the DAG would send before it sends anything.
+
+From params and the caches' state (params `cache.root`), per stage: the units it reads and how many its caches
+answer whole, the model requests it would send (judge calls, policy samples, prefixes to continue) and those its
+call caches answer, input tokens, the most output tokens, and money at params `prices`. A stage whose input is not
+built yet says which `dvc repro` target makes it. The label, steps and rollouts stages use the same plans to admit
+work under their `budget`.
+
+rewardmill plan                         # every stage
+rewardmill plan --stage label@appeal    # one stage (repeat --stage for more), as dvc.yaml names it
+rewardmill plan --json                  # machine-readable
+"""
+
+import argparse
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from rewardmill.pipelines.config import from_dict, load_section, read_params
+from rewardmill.pipelines.stage import read_manifest
+from rewardmill.schemas import PROMPT_V1, ROLLOUT_V2
+from rewardmill.transforms.io import storage
+from rewardmill.transforms.io.parquet import read_rows
+from rewardmill.transforms.planning.spend import Prices, StagePlan
+from rewardmill.transforms.planning.tokens import TokenCounter
+
+CACHE_FOLDERS = {"rollouts": "rollouts", "label": "labels", "steps": "steps"}  # dvc.yaml: --cache ${cache.root}/...
+NO_CALLS = ("model", "prompts", "assemble", "evaluate", "validate", "export")  # compute only, no model calls
+
+
+@dataclass
+class Paths:
+    """Where the DAG's inputs and the stages' caches are (dvc.yaml's paths by default)."""
+
+    prompts: str = "data/prompts"
+    rollouts: str = "data/rollouts"
+    model: str = "models/policy"
+    rollouts_cache: str | None = None
+    label_cache: str | None = None
+    steps_cache: str | None = None
+
+
+def plan_paths(cache_root: str | None = None, **paths) -> Paths:
+    """dvc.yaml's paths, caches under `cache_root` (default params `cache.root`), with `paths` overriding any."""
+    root = cache_root or (read_params().get("cache") or {}).get("root") or ".rewardmill/cache"
+    caches = {f"{kind}_cache": storage.join(root, folder) for kind, folder in CACHE_FOLDERS.items()}
+    return Paths(**(caches | paths))
+
+
+def load_prices() -> Prices:
+    raw = read_params().get("prices")
+    return from_dict(Prices, raw or {}, "prices")
+
+
+def missing(stage: str, unit: str, what: str, target: str) -> StagePlan:
+    plan = StagePlan(stage, unit)
+    plan.notes.append(f"{what} is not built yet: `dvc repro {target}` first (the plan needs its rows)")
+    return plan
+
+
+def plan_rollouts_stage(paths: Paths, prices: Prices, cfg=None) -> StagePlan:
+    from rewardmill.pipelines.rollouts import STAGE, RolloutsConfig
+    from rewardmill.transforms.planning.rollout_plan import plan_rollouts
+
+    cfg = cfg or load_section(RolloutsConfig, STAGE)
+    if not storage.exists(paths.prompts):
+        return missing(STAGE, "(prompt, policy) pairs", paths.prompts, "prompts")
+    if not Path(paths.model).is_dir():
+        return missing(STAGE, "(prompt, policy) pairs", paths.model, "model")
+    members = cfg.pool(paths.model)
+    prompts = read_rows(paths.prompts, PROMPT_V1)
+    return plan_rollouts(cfg, prompts, members, paths.rollouts_cache, prices, TokenCounter(paths.model))
+
+
+def plan_label_stage(name: str, paths: Paths, prices: Prices, params=None, seen: set[str] | None = None) -> StagePlan:
+    from rewardmill.pipelines.label import LabelerParams, resolve
+    from rewardmill.transforms.planning.label_plan import plan_label
+
+    params = params or load_section(LabelerParams, "labelers", key=name)
+    cls, config = resolve(name, params)
+    stage = f"label@{name}"
+    if not storage.exists(paths.rollouts):
+        return missing(stage, "rollouts", paths.rollouts, "rollouts")
+    rows = read_rows(paths.rollouts, ROLLOUT_V2)
+    return plan_label(stage, cls, config, rows, params.tasks, paths.label_cache, prices, TokenCounter(paths.model))
+
+
+def plan_steps_stage(name: str, paths: Paths, prices: Prices, params=None, seen: set[str] | None = None) -> StagePlan:
+    from rewardmill.pipelines.steps import StepsParams, continuation_model, resolve, select
+    from rewardmill.transforms.planning.steps_plan import plan_steps
+    from rewardmill.transforms.sampling.policy import model_identity
+    from rewardmill.transforms.steps.continuations import CachedContinuer, TransformersContinuer, VLLMContinuer
+    from rewardmill.transforms.steps.pseudo_reference import attach, needs_vote, outcome
+
+    params = params or load_section(StepsParams, "steps", key=name)
+    config = resolve(name, params)
+    stage = f"steps@{name}"
+    if not storage.exists(paths.rollouts):
+        return missing(stage, "selected rollouts", paths.rollouts, "rollouts")
+    policies = read_manifest(paths.rollouts).get("policies", {})
+    model = continuation_model(name, params.policy, policies, paths.model)
+    rows = read_rows(paths.rollouts, ROLLOUT_V2)
+    chosen, _ = select(rows, params.tasks, params.max_rollouts, params.policy)
+    if config.reference != "given":  # the prompts' majority answers, voted as the stage votes them
+        from rewardmill.transforms.labelers.self_consistency import SelfConsistencyVerifier
+
+        voters, _ = select(rows, params.tasks, None, params.policy)
+        by_prompt: dict[str, list[tuple[str, str]]] = {}
+        for row in voters:
+            if needs_vote(row, config.reference):
+                by_prompt.setdefault(row["prompt_id"], []).append((row["rollout_id"], row["completion"] or ""))
+        verifier = SelfConsistencyVerifier(config.pseudo_reference)
+        votes = {p: outcome(verifier.label_group([(c, None) for _, c in sorted(v)])) for p, v in by_prompt.items()}
+        chosen = [attach(row, votes, config.reference) for row in chosen]
+    inner = (
+        VLLMContinuer(model, config.continuation, config.k, params.vllm)
+        if params.backend == "vllm"
+        else TransformersContinuer(model, config.continuation, config.k, params.device)
+    )
+    cache = paths.steps_cache  # the stage's --cache: continuations/ and calls/ inside, as LabelStepChunks uses it
+    continuer = CachedContinuer(inner, cache and f"{cache}/continuations", model_identity(model))
+    calls = cache and f"{cache}/calls"
+    plan = plan_steps(name, config, chosen, continuer, model, calls, prices, TokenCounter(model), seen)
+    plan.notes.append(f"a request is one prefix's k={config.k} continuations")
+    return plan
+
+
+def dag_stages() -> list[str]:
+    """Every stage as dvc.yaml names it, in DAG order."""
+    params = read_params()
+    return [
+        "model",
+        "prompts",
+        "rollouts",
+        *(f"label@{k}" for k in params.get("labelers") or {}),
+        *(f"steps@{k}" for k in params.get("steps") or {}),
+        "assemble",
+        "evaluate",
+        "validate",
+        "export",
+    ]
+
+
+def plan_stage(stage: str, paths: Paths, prices: Prices, seen: set[str]) -> StagePlan:
+    """`seen`: what the stages planned before this one will send (they share the caches, in DAG order)."""
+    kind, _, name = stage.partition("@")
+    if stage == "rollouts":
+        return plan_rollouts_stage(paths, prices)
+    if kind == "label" and name:
+        return plan_label_stage(name, paths, prices, seen=seen)
+    if kind == "steps" and name:
+        return plan_steps_stage(name, paths, prices, seen=seen)
+    if stage in NO_CALLS:
+        plan = StagePlan(stage, "-")
+        plan.notes.append("computes in-process; no model calls to plan")
+        return plan
+    raise ValueError(f"unknown stage {stage!r}; stages: {dag_stages()}")
+
+
+def render(plans: list[StagePlan]) -> str:
+    """A fixed-width table, then each stage's notes and the totals."""
+    head = f"{'stage':24s} {'rows':>7s} {'cached':>7s} {'requests':>9s} {'cached':>7s} {'tokens in':>10s} "
+    head += f"{'out (max)':>10s} {'USD':>9s}"
+    lines = [head, "-" * len(head)]
+    quiet = [p.stage for p in plans if p.stage in NO_CALLS]
+    plans = [p for p in plans if p.stage not in NO_CALLS]
+    for p in plans:
+        bound = "<=" if p.bound else ""
+        cost = f"{p.send.cost:.4f}" + ("?" if p.send.unpriced else "")
+        lines.append(
+            f"{p.stage:24s} {p.rows:7d} {p.rows_cached:7d} {bound + str(p.send.requests):>9s} {p.cached:7d} "
+            f"{p.send.tokens_in:10d} {p.send.tokens_out:10d} {cost:>9s}"
+        )
+    total = sum(p.send.cost for p in plans)
+    lines.append(f"{'total':24s} {'':7s} {'':7s} {sum(p.send.requests for p in plans):9d} "
+                 f"{sum(p.cached for p in plans):7d} {sum(p.send.tokens_in for p in plans):10d} "
+                 f"{sum(p.send.tokens_out for p in plans):10d} {total:9.4f}")  # fmt: skip
+    if quiet:
+        lines.append(f"  {', '.join(quiet)}: compute in-process, no model calls to plan")
+    for p in plans:
+        for note in p.notes:
+            lines.append(f"  {p.stage}: {note}")
+        if p.send.unpriced:
+            lines.append(
+                f"  {p.stage}: no price for {sorted(p.send.unpriced)} (params prices.models): cost not counted"
+            )
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="rewardmill plan", description=__doc__.split("\n\n")[1])
+    parser.add_argument("--stage", action="append", help="a stage as dvc.yaml names it (repeatable); default: all")
+    parser.add_argument("--json", action="store_true", help="print one JSON object per stage, in a list")
+    parser.add_argument("--prompts", default="data/prompts")
+    parser.add_argument("--rollouts", default="data/rollouts")
+    parser.add_argument("--model", default="models/policy")
+    parser.add_argument("--cache-root", default=None, help="default: params cache.root")
+    args = parser.parse_args(argv)
+    paths = plan_paths(args.cache_root, prompts=args.prompts, rollouts=args.rollouts, model=args.model)
+    prices = load_prices()
+    stages = args.stage or dag_stages()
+    seen: set[str] = set()
+    plans = [plan_stage(stage, paths, prices, seen) for stage in stages]
+    if args.json:
+        json.dump([p.summary() for p in plans], sys.stdout, indent=2)
+        print()
+    else:
+        print(render(plans))
+
+
+if __name__ == "__main__":
+    main()

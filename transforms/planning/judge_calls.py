@@ -1,0 +1,80 @@
+"""Count the judge calls a labeler would make, without making them.
+
+While `counting_calls(...)` is active, every judge client a labeler builds (transforms/judges/backends.make_client,
+inner judges included) is a `PlanningClient`. A request the call cache answers comes back as the cached response (so
+what a labeler does next is what the run would do). A request already counted in this plan (by this stage or an
+earlier one: the stages share the call cache) counts as cached, since the run sends it once. Any other request is
+charged to the current prompt and answered with an error, which ends that row's labeling the way a failed call
+would. So calls a labeler makes only after reading an answer (a panel's reflection round) are not counted.
+"""
+
+import dataclasses
+from contextlib import contextmanager
+
+from rewardmill.transforms.judges import backends
+from rewardmill.transforms.judges.call_cache import CachedJudgeClient, call_key, is_cacheable
+from rewardmill.transforms.judges.client import BackendConfig, JudgeRequest, JudgeResponse
+from rewardmill.transforms.planning.spend import Prices, StagePlan, priced
+from rewardmill.transforms.planning.tokens import TokenCounter
+
+NOT_SENT = "not sent: rewardmill plan"
+
+
+class CallRecorder:
+    """Where planned calls go: the stage plan, the prompt being planned, prices and the token counter."""
+
+    def __init__(self, plan: StagePlan, prices: Prices, tokens: TokenCounter, seen: set[str] | None = None):
+        self.plan, self.prices, self.tokens = plan, prices, tokens
+        self.group = ""
+        # keys already planned, by this stage or an earlier one of the same plan (the stages share the caches)
+        self.seen: set[str] = set() if seen is None else seen
+
+    def charge(self, config: BackendConfig, request: JudgeRequest) -> None:
+        tokens_in = self.tokens.chat(config.model, request.messages)
+        tokens_out = request.sampling.max_tokens * max(1, request.sampling.n)
+        price = self.prices.price(config.kind, config.model)
+        self.plan.charge(self.group, priced(price, config.model, 1, tokens_in, tokens_out))
+
+
+class PlanningClient:
+    """A JudgeClient that sends nothing (see the module docstring); `model_id` and the cache are the real client's."""
+
+    def __init__(self, config: BackendConfig, recorder: CallRecorder):
+        real = backends.build_client(config)  # builds lazily: no model is loaded, no connection opened
+        self.model_id = real.model_id
+        self._store = real._store if isinstance(real, CachedJudgeClient) else None
+        self.config, self.recorder = config, recorder
+
+    def complete(self, requests: list[JudgeRequest]) -> list[JudgeResponse]:
+        return [self._one(request) for request in requests]
+
+    def _one(self, request: JudgeRequest) -> JudgeResponse:
+        key = call_key(self.model_id, request) if is_cacheable(request) else None
+        hit = self._store.get(key) if key is not None and self._store is not None else None
+        if hit is not None:
+            self.recorder.plan.cached += 1
+            return dataclasses.replace(hit, cached=True)
+        if key is not None and key in self.recorder.seen:
+            self.recorder.plan.cached += 1
+            return JudgeResponse((), error=NOT_SENT)
+        if key is not None:
+            self.recorder.seen.add(key)
+        self.recorder.charge(self.config, request)
+        return JudgeResponse((), error=NOT_SENT)
+
+    def usage(self) -> dict[str, int]:
+        return {}
+
+    def close(self) -> None:
+        pass
+
+
+@contextmanager
+def counting_calls(recorder: CallRecorder):
+    """Every judge client built inside is a PlanningClient on `recorder`."""
+    previous = backends.planning_factory
+    backends.planning_factory = lambda config: PlanningClient(config, recorder)
+    try:
+        yield recorder
+    finally:
+        backends.planning_factory = previous

@@ -1,0 +1,76 @@
+"""The plan of one label stage: which rollouts its label cache answers, and what the labeler would send for the
+rest, found by running the labeler on them with counting clients (judge_calls.py). Only labelers that call a model
+through a judge client run here; the others (rule verifiers, sandboxes, reward models) are counted as rows to
+compute, with no requests."""
+
+from collections import defaultdict
+
+from rewardmill.transforms.labelers.base import safe_label
+from rewardmill.transforms.labelers.beam import uses_groups
+from rewardmill.transforms.labelers.cache import LabelCache, call_cache_dir, record_key
+from rewardmill.transforms.planning.judge_calls import CallRecorder, counting_calls
+from rewardmill.transforms.planning.spend import Prices, StagePlan
+from rewardmill.transforms.planning.tokens import TokenCounter
+
+
+def applicable(rows: list[dict], tasks: tuple[str, ...] | None, reads: tuple[str, ...]) -> list[dict]:
+    """The rows the stage labels: of its tasks (a row without a task is not routed) with every column it reads."""
+    return [
+        r
+        for r in rows
+        if not (tasks and r.get("task") is not None and r["task"] not in tasks) and all(c in r for c in reads)
+    ]
+
+
+def plan_label(
+    stage: str,
+    labeler_cls,
+    config,
+    rows: list[dict],
+    tasks: tuple[str, ...] | None,
+    cache_dir: str | None,
+    prices: Prices,
+    tokens: TokenCounter,
+    seen: set[str] | None = None,
+) -> StagePlan:
+    """`rows`: the rollouts the stage reads; `cache_dir`: its --cache (label cache; judge calls beside it); `seen`:
+    the call keys earlier stages of the same plan send."""
+    plan = StagePlan(stage, "rollouts")
+    recorder = CallRecorder(plan, prices, tokens, seen)
+    cache = LabelCache(cache_dir, labeler_cls, config) if cache_dir else None
+    with counting_calls(recorder):
+        labeler = labeler_cls(config)
+        calls_model = callable(getattr(labeler, "set_call_cache", None))
+        if cache_dir and calls_model:
+            labeler.set_call_cache(call_cache_dir(cache_dir))
+        tasks = tasks if tasks is not None else getattr(labeler, "tasks", None)
+        mine = sorted(applicable(rows, tasks, labeler.reads), key=lambda r: (r["prompt_id"], r["rollout_id"]))
+        plan.rows = len(mine)
+        if uses_groups(labeler_cls, config):
+            by_prompt: dict[str, list[tuple]] = defaultdict(list)
+            for row in mine:
+                by_prompt[row["prompt_id"]].append(tuple(row[c] for c in labeler.reads))
+            for prompt_id, values in sorted(by_prompt.items()):
+                if cache is not None and all(cache.get(record_key((v, values))) for v in values):
+                    plan.rows_cached += len(values)
+                elif calls_model:
+                    recorder.group = prompt_id
+                    try:
+                        labeler.label_group(values)
+                    except Exception:  # the run records an error label for the group; the calls were counted
+                        pass
+        else:
+            for row in mine:
+                values = tuple(row[c] for c in labeler.reads)
+                if cache is not None and cache.get(record_key(values)) is not None:
+                    plan.rows_cached += 1
+                elif calls_model:
+                    recorder.group = row["prompt_id"]
+                    safe_label(labeler, values)
+        if hasattr(labeler, "teardown"):
+            labeler.teardown()
+    if not calls_model and plan.rows > plan.rows_cached:
+        plan.notes.append(f"{plan.rows - plan.rows_cached} rollouts computed in-process (no model calls)")
+    if tokens.estimated:
+        plan.notes.append(f"input tokens of {sorted(tokens.estimated)} estimated with the policy's tokenizer")
+    return plan
