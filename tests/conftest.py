@@ -1,5 +1,6 @@
 """Shared fixtures: offline environment, tiny params files, and the real default model materialized once."""
 
+import logging
 import os
 import signal
 import subprocess
@@ -49,6 +50,18 @@ def only_labelers(params: dict, keys: tuple[str, ...]) -> dict:
     aggregate["gates"] = [g for g in aggregate["gates"] if g in keys]
     aggregate["weights"] = {k: w for k, w in aggregate["weights"].items() if k in keys}
     return params
+
+
+@pytest.fixture
+def stage_log(caplog, monkeypatch):
+    """caplog that sees the stages' own log lines: the `rewardmill` logger does not propagate (setup_logging gives it
+    a stream handler, bound to the stderr of whichever test set logging up first), so a test lets it propagate."""
+    from rewardmill.pipelines.stage import setup_logging
+
+    setup_logging()
+    monkeypatch.setattr(logging.getLogger("rewardmill"), "propagate", True)
+    caplog.set_level(logging.INFO, logger="rewardmill")
+    return caplog
 
 
 @pytest.fixture

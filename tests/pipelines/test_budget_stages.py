@@ -12,7 +12,7 @@ from tests.pipelines.test_steps_stage import run as run_steps
 from tests.pipelines.test_steps_stage import write_rollouts
 
 
-def test_rollouts_budget_then_a_larger_one_samples_only_the_rest(tmp_path, params_file, policy_dir, caplog):
+def test_rollouts_budget_then_a_larger_one_samples_only_the_rest(tmp_path, params_file, policy_dir, stage_log):
     params = tiny_params()
     params["prompts"]["sources"] = params["prompts"]["sources"][:1]
     params["prompts"]["sources"][0].update(count=4)
@@ -20,20 +20,19 @@ def test_rollouts_budget_then_a_larger_one_samples_only_the_rest(tmp_path, param
     prompts = make_prompts(tmp_path, params_file, params)
     out, cache = tmp_path / "rollouts", tmp_path / "cache"
     argv = ["--prompts", str(prompts), "--model", str(policy_dir), "--out", str(out), "--cache", str(cache)]
-    caplog.set_level("INFO", logger="rewardmill")
     rollouts.main(argv)
     first = {r["prompt_id"] for r in read_rows(str(out))}
     ids = sorted(r["prompt_id"] for r in read_rows(str(prompts)))
     assert first == set(ids[:2])  # the two lowest ids fit 4 of 5 requests; a third would make 6
     assert count_rejects(out) == {"budget": 2}
-    assert "budget reached (max_requests=5)" in caplog.text
-    caplog.clear()
+    assert "budget reached (max_requests=5)" in stage_log.text
+    stage_log.clear()
 
     params["rollouts"]["budget"] = {"max_requests": 8}
     params_file(params)
     rollouts.main(argv)
     assert {r["prompt_id"] for r in read_rows(str(out))} == set(ids) and count_rejects(out) == {}
-    assert "2 prompts sampled now, 2 reused from the cache" in caplog.text
+    assert "2 prompts sampled now, 2 reused from the cache" in stage_log.text
 
 
 def test_steps_budget_then_a_larger_one_continues_only_the_rest(tmp_path, params_file, policy_dir):

@@ -61,12 +61,11 @@ def run_label(project, name: str) -> tuple[dict, list[dict]]:
 
 
 def test_a_budget_stops_at_whole_prompts_and_a_larger_one_continues_without_repeating_a_call(
-    project, policy_dir, params_file, capsys, caplog
+    project, policy_dir, params_file, capsys, stage_log
 ):
     params = tiny_params()
     params["labelers"] = labelers(policy_dir, max_requests=8)  # a prompt is 2 rollouts x 3 panelists = 6 calls
     params_file(params)
-    caplog.set_level("INFO", logger="rewardmill")
     metrics, rejects = run_label(project, "panel")
     assert metrics["usage"]["requests"] == 6  # p1 only: p2 would make 12
     assert sorted((r["row_id"], r["reason"]) for r in rejects) == [
@@ -74,7 +73,7 @@ def test_a_budget_stops_at_whole_prompts_and_a_larger_one_continues_without_repe
     ]  # fmt: skip
     assert "labelers.panel.budget (max_requests=8) was reached" in rejects[0]["detail"]
     assert metrics["budget"]["left_requests"] == 12
-    assert "budget reached" in caplog.text and "raise params labelers.panel.budget" in caplog.text
+    assert "budget reached" in stage_log.text and "raise params labelers.panel.budget" in stage_log.text
 
     params["labelers"] = labelers(policy_dir, max_requests=18)  # the whole output's cost, cached or not
     params_file(params)
