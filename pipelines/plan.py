@@ -83,15 +83,16 @@ def plan_label_stage(name: str, paths: Paths, prices: Prices, params=None, seen:
     if not storage.exists(paths.rollouts):
         return missing(stage, "rollouts", paths.rollouts, "rollouts")
     rows = read_rows(paths.rollouts, ROLLOUT_V2)
-    return plan_label(stage, cls, config, rows, params.tasks, paths.label_cache, prices, TokenCounter(paths.model))
+    counter = TokenCounter(paths.model)
+    return plan_label(stage, cls, config, rows, params.tasks, paths.label_cache, prices, counter, seen)
 
 
 def plan_steps_stage(name: str, paths: Paths, prices: Prices, params=None, seen: set[str] | None = None) -> StagePlan:
-    from rewardmill.pipelines.steps import StepsParams, continuation_model, resolve, select
+    from rewardmill.pipelines.steps import Chosen, StepsParams, continuation_model, resolve, select
     from rewardmill.transforms.planning.steps_plan import plan_steps
     from rewardmill.transforms.sampling.policy import model_identity
     from rewardmill.transforms.steps.continuations import CachedContinuer, TransformersContinuer, VLLMContinuer
-    from rewardmill.transforms.steps.pseudo_reference import attach, needs_vote, outcome
+    from rewardmill.transforms.steps.pseudo_reference import attach_all
 
     params = params or load_section(StepsParams, "steps", key=name)
     config = resolve(name, params)
@@ -103,16 +104,7 @@ def plan_steps_stage(name: str, paths: Paths, prices: Prices, params=None, seen:
     rows = read_rows(paths.rollouts, ROLLOUT_V2)
     chosen, _ = select(rows, params.tasks, params.max_rollouts, params.policy)
     if config.reference != "given":  # the prompts' majority answers, voted as the stage votes them
-        from rewardmill.transforms.labelers.self_consistency import SelfConsistencyVerifier
-
-        voters, _ = select(rows, params.tasks, None, params.policy)
-        by_prompt: dict[str, list[tuple[str, str]]] = {}
-        for row in voters:
-            if needs_vote(row, config.reference):
-                by_prompt.setdefault(row["prompt_id"], []).append((row["rollout_id"], row["completion"] or ""))
-        verifier = SelfConsistencyVerifier(config.pseudo_reference)
-        votes = {p: outcome(verifier.label_group([(c, None) for _, c in sorted(v)])) for p, v in by_prompt.items()}
-        chosen = [attach(row, votes, config.reference) for row in chosen]
+        chosen = attach_all(rows, chosen, config.reference, config.pseudo_reference, Chosen(params, None))
     inner = (
         VLLMContinuer(model, config.continuation, config.k, params.vllm)
         if params.backend == "vllm"

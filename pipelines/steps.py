@@ -159,13 +159,13 @@ def build(
     n_chunks = max(1, math.ceil(selected / params.chunk_size))
     rollouts = p | "Read rollouts" >> ReadStageOutput(rollouts_dir, ROLLOUT_V2)
     selected = rollouts | "Select" >> beam.Filter(Chosen(params, last_id))
-    left_out = []
+    budget_rejects = None
     if over_budget:
         selected, skipped = selected | "Budget" >> beam.Partition(
             lambda row, _: int(row["prompt_id"] in over_budget), 2
         )
         why = f"params steps.{name}.budget ({params.budget.describe()}) was reached before this prompt"
-        left_out = [skipped | "Budget rejects" >> beam.Map(budget_reject, f"steps@{name}", why)]
+        budget_rejects = skipped | "Budget rejects" >> beam.Map(budget_reject, f"steps@{name}", why)
     if config.reference != "given":  # every eligible rollout of a prompt votes on its pseudo-reference
         vote = AttachPseudoReferences(config.reference, config.pseudo_reference, Chosen(params, None))
         selected = (rollouts, selected) | "Pseudo-references" >> vote
@@ -185,7 +185,9 @@ def build(
         sort_key=lambda r: f"{r['rollout_id']}\x00{r['step_index']:06d}",
         num_shards=params.num_shards,
     )
-    rejects = labeled[REJECTED] if not left_out else (labeled[REJECTED], *left_out) | "All rejects" >> beam.Flatten()
+    rejects = labeled[REJECTED]
+    if budget_rejects is not None:
+        rejects = (rejects, budget_rejects) | "All rejects" >> beam.Flatten()
     write_rejects(rejects, out_dir)
 
 

@@ -51,7 +51,7 @@ def plan_label(
             for row in mine:
                 by_prompt[row["prompt_id"]].append(tuple(row[c] for c in labeler.reads))
             for prompt_id, values in sorted(by_prompt.items()):
-                if cache is not None and all(cache.get(record_key((v, values))) for v in values):
+                if cache is not None and all(cache.get(record_key((v, values))) is not None for v in values):
                     plan.rows_cached += len(values)
                 elif calls_model:
                     recorder.group = prompt_id

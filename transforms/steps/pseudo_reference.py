@@ -29,6 +29,27 @@ def outcome(labels) -> dict:
     return {"answer": raw["pseudo_reference"], "vote_share": raw["vote_share"]}
 
 
+def vote(verifier: SelfConsistencyVerifier, voters: list[tuple[str, str]]) -> dict:
+    """A prompt's outcome from its (rollout_id, completion) voters, in rollout-id order, so the first-seen form of
+    the majority answer (its text) does not depend on the order they arrived in."""
+    return outcome(verifier.label_group([(completion, None) for _, completion in sorted(voters)]))
+
+
+def attach_all(rows: list[dict], selected: list[dict], mode: str, config: SelfConsistencyConfig, eligible) -> list:
+    """The driver-side twin of AttachPseudoReferences (the plan uses it): `selected` with their prompts' votes,
+    cast by every row of `rows` that `eligible` keeps and that needs a vote."""
+    voters: dict[str, list[tuple[str, str]]] = {}
+    for row in rows:
+        if eligible(row) and needs_vote(row, mode):
+            voters.setdefault(row["prompt_id"], []).append((row["rollout_id"], row["completion"] or ""))
+    verifier = SelfConsistencyVerifier(config)
+    try:
+        votes = {prompt_id: vote(verifier, pairs) for prompt_id, pairs in voters.items()}
+    finally:
+        verifier.teardown()
+    return [attach(row, votes, mode) for row in selected]
+
+
 def attach(row: dict, votes: dict[str, dict], mode: str) -> dict:
     """The row with its prompt's pseudo-reference, or with why there is none (pure; never mutates `row`)."""
     if not needs_vote(row, mode):
@@ -40,8 +61,7 @@ def attach(row: dict, votes: dict[str, dict], mode: str) -> dict:
 
 
 class VotePrompt(beam.DoFn):
-    """(prompt_id, [(rollout_id, completion)]) -> (prompt_id, outcome). Completions vote in rollout-id order, so the
-    first-seen form of the majority answer (its text) does not depend on the runner's grouping order."""
+    """(prompt_id, [(rollout_id, completion)]) -> (prompt_id, outcome), voted by `vote` (in rollout-id order)."""
 
     def __init__(self, config: SelfConsistencyConfig):
         self.config = config
@@ -52,7 +72,7 @@ class VotePrompt(beam.DoFn):
 
     def process(self, element):
         prompt_id, voters = element  # (rollout_id, completion) pairs
-        yield prompt_id, outcome(self.verifier.label_group([(completion, None) for _, completion in sorted(voters)]))
+        yield prompt_id, vote(self.verifier, list(voters))
 
     def teardown(self):
         if self.verifier is not None:
