@@ -55,7 +55,8 @@ def version() -> str:
 
 def global_options(argv: list[str]) -> tuple[list[str], str | None, bool]:
     """(argv without them, --params FILE, --debug). They may stand anywhere: before the command, after it, or among
-    a stage's own arguments (no stage has options of these names)."""
+    a stage's own arguments (no stage has options of these names). A bare --params (no file after it) gives "": only
+    `stages` takes it (show the settings of params.yaml)."""
     rest, params, debug = [], None, False
     i = 0
     while i < len(argv):
@@ -63,9 +64,10 @@ def global_options(argv: list[str]) -> tuple[list[str], str | None, bool]:
         if arg == "--debug":
             debug = True
         elif arg == "--params":
-            if i + 1 >= len(argv):
-                raise SystemExit("rewardmill: error: --params needs a file")
-            params, i = argv[i + 1], i + 1
+            if i + 1 >= len(argv) or argv[i + 1].startswith("-"):  # no file: `stages --params` shows the settings
+                params = ""
+            else:
+                params, i = argv[i + 1], i + 1
         elif arg.startswith("--params="):
             params = arg.split("=", 1)[1]
         else:
@@ -96,9 +98,17 @@ def is_user_error(exc: BaseException) -> bool:
 def main(argv: list[str] | None = None) -> int:
     logging.getLogger().addFilter(HIDE_BEAM_IMPORT_NOISE)
     argv, params, debug = global_options(list(sys.argv[1:] if argv is None else argv))
+    if params is not None and argv[:1] == ["stages"]:  # `stages --params [FILE]`: each stage's settings
+        argv = [*argv, "--settings"]
+    if params == "":
+        if argv[:1] != ["stages"]:
+            print("rewardmill: error: --params needs a file", file=sys.stderr)
+            return USER_ERROR
+        params = None
     if params is not None:
         if not Path(params).is_file():
-            print(f"rewardmill: error: --params {params}: no such file", file=sys.stderr)
+            hint = f" (one stage's settings: rewardmill stages {params} --params)" if argv[:1] == ["stages"] else ""
+            print(f"rewardmill: error: --params {params}: no such file{hint}", file=sys.stderr)
             return USER_ERROR
         os.environ["REWARDMILL_PARAMS"] = str(Path(params).resolve())  # stages and their workers read it
     try:
@@ -122,17 +132,36 @@ def dispatch(argv: list[str]) -> int:
     run = sub.add_parser("run", help="run one stage (the same code `dvc repro` runs); args go to the stage")
     run.add_argument("stage", choices=sorted(STAGES))
     run.add_argument("args", nargs=argparse.REMAINDER)
-    sub.add_parser("stages", help="list the stages")
+    stages = sub.add_parser("stages", help="list the stages; with --params [FILE], each stage's settings")
+    stages.add_argument("names", nargs="*", metavar="STAGE", help="only these stages' settings (e.g. label@panel)")
+    stages.add_argument(
+        "--settings", action="store_true", help="each stage's settings, defaults filled in (the same as --params)"
+    )
     sub.add_parser("label", help="label a JSONL/Parquet file of rollouts outside DVC", add_help=False)
     sub.add_parser("new-labeler", help="scaffold a labeler file, its test and its params entry", add_help=False)
     sub.add_parser("push", help="upload the export folder to a Hugging Face dataset repo, tagged", add_help=False)
     sub.add_parser("plan", help="what each stage would send: requests, tokens, money", add_help=False)
-    own_parsers = {"label": "label_file", "new-labeler": "scaffold", "push": "push", "plan": "plan"}
+    sub.add_parser(
+        "doctor", help="check the setup (Python, sandbox, model, offline mode, disk, GPU, judges)", add_help=False
+    )
+    sub.add_parser(
+        "view", help="write a static, offline HTML page to look at a dataset folder or the export", add_help=False
+    )
+    own_parsers = {
+        "label": "label_file",
+        "new-labeler": "scaffold",
+        "push": "push",
+        "plan": "plan",
+        "doctor": "doctor",
+        "view": "view",
+    }
     if argv and argv[0] in own_parsers:  # these parse their own arguments
-        importlib.import_module(f"rewardmill.pipelines.{own_parsers[argv[0]]}").main(argv[1:])
-        return 0
+        status = importlib.import_module(f"rewardmill.pipelines.{own_parsers[argv[0]]}").main(argv[1:])
+        return status if isinstance(status, int) else 0
     args = parser.parse_args(argv)
     if args.command == "stages":
+        if args.settings or args.names:
+            return print_settings(args.names)
         for name, summary in stage_summaries().items():
             print(f"{name:10s} {summary}")
         return 0
@@ -144,6 +173,33 @@ def dispatch(argv: list[str]) -> int:
     if args.stage == "steps":
         _exit_now()
     return 0
+
+
+def print_settings(names: list[str]) -> int:
+    """Each stage's settings as YAML, defaults filled in; a section that does not load prints its one-line error
+    (and the command exits 2), the others still print."""
+    import yaml
+
+    from rewardmill.pipelines.config import params_path
+    from rewardmill.pipelines.settings import all_settings
+
+    settings = all_settings()
+    unknown = [n for n in names if n not in settings]
+    if unknown:
+        print(f"rewardmill: error: no stage {', '.join(unknown)}; stages: {', '.join(settings)}", file=sys.stderr)
+        return USER_ERROR
+    print(f"# {params_path()}, every default filled in")
+    failed = False
+    for name, value in settings.items():
+        if names and name not in names:
+            continue
+        if isinstance(value, Exception):
+            failed = True
+            print(f"# {name}: does not load (see the error below)")
+            print(f"rewardmill: error: {name}: {value}", file=sys.stderr)
+            continue
+        print(yaml.safe_dump({name: value}, sort_keys=False, default_flow_style=False, width=119).rstrip())
+    return USER_ERROR if failed else 0
 
 
 def _exit_now() -> None:

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rewardmill.pipelines.config import from_dict, load_section, read_params
+from rewardmill.pipelines.settings import stage_names
 from rewardmill.pipelines.stage import read_manifest
 from rewardmill.schemas import PROMPT_V1, ROLLOUT_V2
 from rewardmill.transforms.io import storage
@@ -120,18 +121,7 @@ def plan_steps_stage(name: str, paths: Paths, prices: Prices, params=None, seen:
 
 def dag_stages() -> list[str]:
     """Every stage as dvc.yaml names it, in DAG order."""
-    params = read_params()
-    return [
-        "model",
-        "prompts",
-        "rollouts",
-        *(f"label@{k}" for k in params.get("labelers") or {}),
-        *(f"steps@{k}" for k in params.get("steps") or {}),
-        "assemble",
-        "evaluate",
-        "validate",
-        "export",
-    ]
+    return stage_names(read_params())
 
 
 def plan_stage(stage: str, paths: Paths, prices: Prices, seen: set[str]) -> StagePlan:

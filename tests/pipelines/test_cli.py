@@ -112,3 +112,42 @@ def test_the_console_script_is_quiet_fast_and_names_its_commands(tmp_path):
     proc = subprocess.run([str(script), "run", "assemble", "--help"], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0 and proc.stdout.startswith("usage: rewardmill run assemble"), proc.stdout[:200]
     assert "apitools" not in proc.stderr, proc.stderr
+
+
+def test_stages_params_shows_every_stage_with_its_defaults_filled_in(project, capsys):
+    import yaml
+
+    assert main(["stages", "--params"]) == 0
+    out = capsys.readouterr().out
+    shown = yaml.safe_load(out)
+    assert list(shown)[:3] == ["beam", "prices", "cache"] and list(shown)[-1] == "export"
+    assert {"label@math_answer", "label@panel", "steps@mc", "assemble"} <= set(shown)
+    # params.yaml sets two math_answer settings; the stage runs with all of them
+    assert shown["label@math_answer"]["config"]["float_rounding"] == 6
+    assert shown["label@panel"]["config"]["backend"]["kind"] == "transformers"
+    assert main(["stages", "label@panel", "--params"]) == 0
+    assert list(yaml.safe_load(capsys.readouterr().out)) == ["label@panel"]
+
+
+def test_stages_params_names_the_section_that_does_not_load_and_shows_the_rest(project, capsys):
+    import yaml
+
+    params = yaml.safe_load((project / "params.yaml").read_text())
+    params["labelers"]["panel"]["config"]["treshold"] = 0.5  # a typo
+    (project / "other.yaml").write_text(yaml.safe_dump(params))
+    assert main(["stages", "--params", "other.yaml"]) == 2
+    out, err = capsys.readouterr()
+    assert "treshold" in err and err.count("rewardmill: error:") == 1 and "label@panel" in err
+    assert "label@appeal" in yaml.safe_load(out)  # the other stages still show
+
+
+@pytest.mark.parametrize(
+    ("argv", "says"),
+    [
+        (["run", "assemble", "--params"], "--params needs a file"),  # only `stages` takes a bare --params
+        (["stages", "nope", "--params"], "no stage nope"),
+    ],
+)
+def test_bare_params_is_for_stages_only(project, capsys, argv, says):
+    assert main(argv) == 2
+    assert says in capsys.readouterr().err
