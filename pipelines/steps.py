@@ -157,6 +157,7 @@ def build(
 ):
     config = resolve(name, params)
     n_chunks = max(1, math.ceil(selected / params.chunk_size))
+    total = selected  # rollouts chosen: the progress line's total (`selected` becomes their PCollection below)
     rollouts = p | "Read rollouts" >> ReadStageOutput(rollouts_dir, ROLLOUT_V2)
     selected = rollouts | "Select" >> beam.Filter(Chosen(params, last_id))
     budget_rejects = None
@@ -176,7 +177,7 @@ def build(
         | "Chunk in id order" >> beam.MapTuple(lambda _, rows: sorted(rows, key=lambda r: r["rollout_id"]))
         | f"Steps {name}"
         >> beam.ParDo(
-            LabelStepChunks(name, config, model_dir, params.backend, params.device, params.vllm, cache)
+            LabelStepChunks(name, config, model_dir, params.backend, params.device, params.vllm, cache, total=total)
         ).with_outputs(REJECTED, main="steps")
     )
     _ = labeled.steps | "Write step labels" >> WriteSortedParquet(

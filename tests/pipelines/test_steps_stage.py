@@ -1,6 +1,7 @@
 """Stage steps@NAME on the real default model: exhaustive MC and binary search over the same rollouts."""
 
 import json
+import re
 
 import pyarrow.parquet as pq
 import pytest
@@ -41,7 +42,7 @@ def run(tmp_path, name, policy_dir, rollouts):
     return out, json.loads(metrics.read_text())
 
 
-def test_mc_and_binary_search_on_the_real_model(tmp_path, params_file, policy_dir):
+def test_mc_and_binary_search_on_the_real_model(tmp_path, params_file, policy_dir, stage_log):
     params = tiny_params()
     config = {"k": 2, "segment": {"strategy": "sentences"}, "continuation": {"max_new_tokens": 16}}
     params["steps"] = {
@@ -75,6 +76,9 @@ def test_mc_and_binary_search_on_the_real_model(tmp_path, params_file, policy_di
     firsts = {n: {r["rollout_id"]: r["first_error_step"] for r in rs} for n, rs in rows.items()}
     assert firsts["bs"]["p1-r0"] == -1 and firsts["bs"]["p2-r0"] >= 0 and firsts["bs"]["p3-r0"] >= 0
     assert {r["method"] for r in rows["mc"]} == {"mc"} and {r["method"] for r in rows["bs"]} == {"binary_search"}
+    # progress: the selected rollouts as the total, with a share, elapsed<remaining and a rate (tqdm's meter)
+    lines = [r.getMessage() for r in stage_log.records if r.getMessage().startswith("steps@mc: ")]
+    assert any(re.fullmatch(r"steps@mc: 4/4 \(100%\) \[\d\d:\d\d<00:00, .+/rollout\]", x) for x in lines), lines
 
     _, again = run(tmp_path, "mc", policy_dir, rollouts)  # a rerun: every continuation from the cache
     assert again["this_run"]["continuations_generated"] == 0 and again["continuations"] == 16

@@ -93,7 +93,7 @@ class LabelRollouts(beam.DoFn):
         if self.cache_dir and callable(getattr(self.labeler, "set_call_cache", None)):
             # Model-based labelers also cache every model call (by content hash) beside the label cache.
             self.labeler.set_call_cache(call_cache_dir(self.cache_dir))
-        self.progress = Progress(f"label@{self.key}: rollouts", self.total)
+        self.progress = Progress(f"label@{self.key}", self.total, unit="rollout")
 
     def process(self, element):
         """`element` is one rollout row, a list of rows (after BatchElements), or [(prompt_id, rows)] for labelers

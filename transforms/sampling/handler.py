@@ -29,7 +29,7 @@ class PolicyHandler(ModelHandler):
     def run_inference(self, batch: Sequence[list[dict[str, Any]]], model, inference_args=None) -> Iterable:
         if self._progress is None:
             what = f"rollouts[{self.label}]" if self.label else "rollouts"
-            self._progress = Progress(f"{what}: prompts", self.total_prompts)
+            self._progress = Progress(what, self.total_prompts, unit="prompt")
         for prompts in batch:
             samples = self.cache.sample(prompts, lambda todo: self._generate(model, todo))
             self._progress.update(len(prompts), sum(s.n_tokens for per in samples for s in per))

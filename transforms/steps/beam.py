@@ -22,7 +22,8 @@ log = logging.getLogger("rewardmill")
 
 class LabelStepChunks(beam.DoFn):
     """Models load in `setup` (one policy for continuations, one judge client when the method needs it); each
-    chunk is labeled in rounds. Counters (namespace `steps`): rollouts, rejects, continuations generated."""
+    chunk is labeled in rounds. Counters (namespace `steps`): rollouts, rejects, continuations generated. `total`:
+    the rollouts selected, for the progress line's ETA (a budget may leave some out: the line then ends short)."""
 
     def __init__(
         self,
@@ -33,8 +34,9 @@ class LabelStepChunks(beam.DoFn):
         device: str = "cpu",
         vllm_kwargs: dict | None = None,
         cache_dir: str | None = None,
+        total: int | None = None,
     ):
-        self.name, self.config, self.model_dir = name, config, model_dir
+        self.name, self.config, self.model_dir, self.total = name, config, model_dir, total
         self.backend, self.device, self.vllm_kwargs, self.cache_dir = (
             backend,
             device,
@@ -58,7 +60,7 @@ class LabelStepChunks(beam.DoFn):
             make_judge_client(cfg, f"{self.cache_dir}/calls" if self.cache_dir else None) if cfg.uses_judge else None
         )
         self.labeler = StepLabeler(self.name, cfg, continuer, judge)
-        self.progress = Progress(f"steps@{self.name}: rollouts", None)
+        self.progress = Progress(f"steps@{self.name}", self.total, unit="rollout")
 
     def process(self, chunk: list[dict]):
         continuer = self.labeler.continuer
