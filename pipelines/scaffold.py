@@ -5,6 +5,9 @@ transforms/labelers/__init__.py and adds `labelers.NAME` to params.yaml. Nothing
 """
 
 import argparse
+import dataclasses
+import importlib.util
+import json
 import re
 from pathlib import Path
 
@@ -74,17 +77,38 @@ def class_name(name: str) -> str:
 
 
 def add_to_registry(init: Path, name: str, cls: str) -> None:
-    text = init.read_text()
-    import_line = f"from rewardmill.transforms.labelers.{name} import {cls}\n"
+    """The import among the registry's imports and the entry among LABELERS' entries, each in sorted order, so
+    `ruff check` (isort) passes on the result as it did before."""
+    lines = init.read_text().splitlines(keepends=True)
+    prefix = "from rewardmill.transforms.labelers."
+    import_line = f"{prefix}{name} import {cls}\n"
     marker = "# `rewardmill new-labeler NAME` adds its import above and its entry below.\n"
-    if marker not in text or "LABELERS = {\n" not in text:
+    if marker not in lines or "LABELERS = {\n" not in lines:
         raise SystemExit(f"{init}: registry markers not found; add {cls} to LABELERS by hand")
-    text = text.replace(marker, import_line + "\n" + marker, 1) if import_line not in text else text
-    text = text.replace("LABELERS = {\n", f'LABELERS = {{\n    "{name}": {cls},\n', 1)
-    init.write_text(text)
+    imports = [i for i, line in enumerate(lines) if line.startswith(prefix)]
+    if import_line not in lines:
+        at = next((i for i in imports if lines[i] > import_line), imports[-1] + 1 if imports else lines.index(marker))
+        lines.insert(at, import_line)
+    start = lines.index("LABELERS = {\n") + 1
+    end = next(i for i in range(start, len(lines)) if lines[i].startswith("}"))
+    entry = f'    "{name}": {cls},\n'
+    at = next((i for i in range(start, end) if lines[i] > entry), end)
+    lines.insert(at, entry)
+    init.write_text("".join(lines))
 
 
-def add_to_params(params: Path, name: str) -> None:
+def config_defaults(source: Path, cls: str) -> dict:
+    """The generated labeler's Config defaults (what params must list so `dvc exp run -S` can set each one)."""
+    spec = importlib.util.spec_from_file_location(f"_scaffold_{source.stem}", source)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    config = getattr(module, cls).Config
+    return {f.name: f.default for f in dataclasses.fields(config) if f.default is not dataclasses.MISSING}
+
+
+def add_to_params(params: Path, name: str, defaults: dict | None = None) -> None:
+    """`labelers.NAME` at the end of the labelers section, with the config's defaults written out: `dvc exp run -S
+    labelers.NAME.config.KEY=...` can only set a key params already has."""
     lines = params.read_text().splitlines(keepends=True)
     start = next((i for i, line in enumerate(lines) if re.match(r"^labelers:\s*(#.*)?$", line)), None)
     if start is None:
@@ -92,7 +116,12 @@ def add_to_params(params: Path, name: str) -> None:
     end = next((i for i in range(start + 1, len(lines)) if re.match(r"^\S", lines[i])), len(lines))
     while end > start + 1 and not lines[end - 1].strip():
         end -= 1
-    entry = [f"  {name}:\n", f"    labeler: {name}\n", "    config: {}\n"]
+    entry = [f"  {name}:\n", f"    labeler: {name}\n"]
+    if defaults:
+        entry.append(f"    config:                  # defaults of transforms/labelers/{name}.py's Config\n")
+        entry += [f"      {key}: {json.dumps(value)}\n" for key, value in defaults.items()]
+    else:
+        entry.append("    config: {}\n")
     params.write_text("".join(lines[:end] + entry + lines[end:]))
 
 
@@ -117,6 +146,6 @@ def main(argv: list[str] | None = None) -> None:
     test.parent.mkdir(parents=True, exist_ok=True)
     test.write_text(TEST_TEMPLATE.format(name=name, cls=cls))
     add_to_registry(root / "transforms/labelers/__init__.py", name, cls)
-    add_to_params(params, name)
+    add_to_params(params, name, config_defaults(source, cls))
     print(f"created {source}\ncreated {test}\nregistered {cls} as '{name}' in transforms/labelers/__init__.py")
     print(f"added labelers.{name} to {params}\nnext: edit label(), run pytest {test}, then `dvc repro`")

@@ -2,6 +2,9 @@
 
 import importlib.util
 import shutil
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 import yaml
@@ -34,8 +37,24 @@ def test_scaffold_creates_a_working_labeler_test_registry_and_params_entry(proje
     assert "from rewardmill.transforms.labelers.word_count import WordCountLabeler" in init
     assert '"word_count": WordCountLabeler,' in init and '"math_answer": MathAnswerVerifier,' in init
 
+    # the import and the entry go in sorted order: the registry passes ruff's isort check (I001) as it did before
+    ruff = subprocess.run(
+        [
+            str(Path(sys.executable).parent / "ruff"),
+            "check",
+            "--config",
+            str(REPO / "pyproject.toml"),
+            "--no-cache",
+            str(project / "transforms/labelers/__init__.py"),
+            str(source),
+        ],
+        capture_output=True,
+        text=True,
+    )
+    assert ruff.returncode == 0, ruff.stdout
     params = yaml.safe_load((project / "params.yaml").read_text())
     assert list(params["labelers"])[-1] == "word_count"
+    assert params["labelers"]["word_count"]["config"] == {"min_chars": 1}  # so `-S ...config.min_chars=20` works
     assert from_dict(LabelerParams, params["labelers"]["word_count"], "labelers.word_count").labeler == "word_count"
     original = yaml.safe_load((REPO / "params.yaml").read_text())
     assert {k: v for k, v in params.items() if k != "labelers"} == {
