@@ -4,10 +4,15 @@ Uploads `export/` (README.md dataset card + data/<config>/<split>-0000i-of-0000N
 to the repo's main branch in one commit, then tags that commit with --revision so the exact release can be loaded
 with `load_dataset(repo_id, revision=TAG)`. Everything is checked before any network call; `--dry-run` needs
 neither network nor token. The token comes only from HF_TOKEN or `hf auth login`, never from the command line.
+
+A tagged push is a release: when the export lies in a DVC repo, the Hub tag must name what `git checkout TAG` and
+`dvc pull` give back, so push refuses unless git tag TAG is on HEAD, no tracked file has uncommitted changes
+(dvc.lock included) and `dvc status` is clean. Without --revision nothing is checked (an untagged upload).
 """
 
 import argparse
 import re
+import subprocess
 from pathlib import Path
 
 from huggingface_hub import HfApi, constants, get_token
@@ -62,6 +67,41 @@ def plan_upload(folder: Path) -> list[tuple[str, int]]:
     return sorted((p.relative_to(folder).as_posix(), p.stat().st_size) for p in files)
 
 
+def release_problems(folder: Path, revision: str) -> list[str]:
+    """Why folder is not the DVC release `revision` (the README's release flow), or [] when it is.
+
+    An export outside a DVC repo (made elsewhere, copied in) has no dvc.lock to hold it to: nothing to check.
+    """
+    from dvc.exceptions import NotDvcRepoError
+    from dvc.repo import Repo
+
+    try:
+        root = Path(Repo.find_root(str(Path(folder).resolve())))
+    except NotDvcRepoError:
+        return []
+
+    def git(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True)
+
+    if git("rev-parse", "HEAD").returncode:
+        return [f"{root} has no git commit: a release is a commit with dvc.lock, tagged {revision}"]
+    problems = []
+    with Repo(str(root)) as repo:
+        stale = sorted(key.rsplit(":", 1)[-1] for key in repo.status())  # stage names (keys are relative to cwd)
+    if stale:
+        problems.append(f"`dvc status` lists changes in {', '.join(stale)}: run `dvc repro`, then commit dvc.lock")
+    if git("ls-files", "--error-unmatch", "dvc.lock").returncode:
+        problems.append("dvc.lock is not committed: `git add dvc.lock ...` and `git commit`")
+    elif git("status", "--porcelain", "--untracked-files=no").stdout.strip():
+        problems.append("tracked files have uncommitted changes (`git status`): commit them")
+    tagged = git("rev-parse", "-q", "--verify", f"refs/tags/{revision}^{{commit}}").stdout.strip()
+    if not tagged:
+        problems.append(f"no git tag {revision}: `dvc push`, then `git tag -a {revision}` on the release commit")
+    elif tagged != git("rev-parse", "HEAD").stdout.strip():
+        problems.append(f"git tag {revision} is not HEAD: `git checkout {revision}` and `dvc pull` first")
+    return problems
+
+
 def _offline() -> bool:
     return constants.is_offline_mode()
 
@@ -104,12 +144,18 @@ def main(argv: list[str] | None = None) -> None:
     repo_id = check_repo_id(args.repo_id)
     revision = check_revision(args.revision) if args.revision is not None else None
     files = plan_upload(args.folder)
+    problems = release_problems(args.folder, revision) if revision else []
+    refusal = f"{args.folder} is not the release {revision}:" + "".join(f"\n  - {p}" for p in problems)
     target = f"dataset {repo_id} (main branch" + (f", tag {revision})" if revision else ")")
     if args.dry_run:
         for path, size in files:
             print(f"{size:>12,d}  {path}")
         print(f"dry run: {len(files)} files, {sum(s for _, s in files):,d} bytes would go to {target}")
+        if problems:
+            print(f"a push would refuse, {refusal}")
         return
+    if problems:
+        raise SystemExit(f"refusing to push, {refusal}\n(push with no --revision for an untagged upload)")
     if _offline():
         raise SystemExit("HF_HUB_OFFLINE is set, so nothing can be uploaded; unset HF_HUB_OFFLINE (or use --dry-run)")
     if get_token() is None:

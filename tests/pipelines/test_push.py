@@ -1,5 +1,12 @@
-"""`rewardmill push`: checks, dry run, offline/token refusals and the upload call sequence, all offline."""
+"""`rewardmill push`: checks, dry run, offline/token refusals, the release check and the upload call sequence, all
+offline."""
 
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
 from types import SimpleNamespace
 
 import pyarrow as pa
@@ -11,6 +18,7 @@ from rewardmill.pipelines import push
 from rewardmill.pipelines.cli import main as cli_main
 
 SECRET = "hf_secretTOKENdoNotPrint123"
+DVC = str(Path(sys.executable).with_name("dvc"))
 
 
 @pytest.fixture
@@ -196,3 +204,88 @@ def test_existing_tag_is_refused_before_upload_unless_forced(export, monkeypatch
     api.calls.clear()
     push.main(["--repo-id", "me/prefs", "--revision", "v1.0", "--folder", str(export), "--force-tag"])
     assert [c[0] for c in api.calls] == ["create_repo", "upload_folder", "delete_tag", "create_tag"]
+
+
+def _run(cmd: list[str], cwd) -> str:
+    proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, env={**os.environ, "DVC_NO_ANALYTICS": "1"})
+    assert proc.returncode == 0, f"{' '.join(cmd)}:\n{proc.stdout}\n{proc.stderr}"
+    return proc.stdout
+
+
+@pytest.fixture(scope="module")
+def built_release(tmp_path_factory):
+    """A git + DVC repo whose one stage makes export/ (a copy of src/), released as the README says: dvc.lock
+    committed, tagged v1.0."""
+    root = tmp_path_factory.mktemp("release")
+    (root / "src/data/default").mkdir(parents=True)
+    (root / "src/README.md").write_text("---\nconfigs: []\n---\n# card\n")
+    pq.write_table(pa.table({"prompt": ["a"]}), root / "src/data/default/train-00000-of-00001.parquet")
+    (root / "dvc.yaml").write_text(
+        "stages:\n  export:\n    cmd: cp -r src export\n    deps: [src]\n    outs: [export]\n"
+    )
+    for cmd in (
+        ["git", "init", "-q"],
+        ["git", "config", "user.email", "ci@example.com"],
+        ["git", "config", "user.name", "ci"],
+    ):
+        _run(cmd, root)
+    _run([DVC, "init", "-q"], root)
+    _run([DVC, "repro", "-q"], root)
+    _run(["git", "add", "-A"], root)
+    _run(["git", "commit", "-qm", "Release v1.0"], root)
+    _run(["git", "tag", "-a", "v1.0", "-m", "v1.0"], root)
+    return root
+
+
+@pytest.fixture
+def release(built_release, tmp_path):
+    copy = tmp_path / "release"
+    shutil.copytree(built_release, copy, symlinks=True)
+    return copy
+
+
+def test_a_tagged_push_of_the_release_goes_through(release, monkeypatch):
+    api = FakeApi()
+    _with_fake_hub(monkeypatch, api)
+    push.main(["--repo-id", "me/prefs", "--revision", "v1.0", "--folder", str(release / "export")])
+    assert [c[0] for c in api.calls] == ["create_repo", "upload_folder", "create_tag"]
+
+
+@pytest.mark.parametrize(
+    "breakage, reason",
+    [
+        ("untagged", "no git tag v1.0"),  # `git tag` skipped
+        ("moved_on", "git tag v1.0 is not HEAD"),  # a commit after the tag: the export may not be the tag's
+        ("stale", "`dvc status` lists changes in export"),  # a dep changed, `dvc repro` not run
+        ("lock_not_committed", "uncommitted changes"),  # repro ran, dvc.lock not committed
+    ],
+)
+def test_a_tagged_push_that_is_not_the_release_is_refused_before_any_network(
+    release, monkeypatch, capsys, breakage, reason
+):
+    if breakage == "untagged":
+        _run(["git", "tag", "-d", "v1.0"], release)
+    if breakage == "moved_on":
+        (release / "notes.txt").write_text("later\n")
+        _run(["git", "add", "notes.txt"], release)
+        _run(["git", "commit", "-qm", "later"], release)
+    if breakage in ("stale", "lock_not_committed"):
+        (release / "src/README.md").write_text("---\nconfigs: []\n---\n# card, edited\n")
+    if breakage == "lock_not_committed":
+        _run([DVC, "repro", "-q"], release)
+    monkeypatch.setattr(push, "HfApi", None)  # any network attempt would crash
+    args = ["--repo-id", "me/prefs", "--revision", "v1.0", "--folder", str(release / "export")]
+    with pytest.raises(SystemExit, match=re.escape(reason)) as err:
+        push.main(args)
+    assert "no --revision" in str(err.value)
+    push.main([*args, "--dry-run"])  # a dry run says so and goes on
+    out = capsys.readouterr().out
+    assert "a push would refuse" in out and reason in out
+
+
+def test_an_untagged_push_is_not_held_to_a_release(release, monkeypatch):
+    (release / "src/README.md").write_text("---\nconfigs: []\n---\n# card, edited\n")
+    api = FakeApi()
+    _with_fake_hub(monkeypatch, api)
+    push.main(["--repo-id", "me/prefs", "--folder", str(release / "export")])
+    assert [c[0] for c in api.calls] == ["create_repo", "upload_folder"]
