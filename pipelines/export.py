@@ -3,8 +3,9 @@
 In: data/datasets/<config>/ (shards + `_manifest.json` naming the schema: pairs, prm, rl, sft; `_*` folders such as
 `_rewards/` are internal and not exported), models/policy/ (the policy fingerprint), data/labels/*/_manifest.json
 (labeler registry keys, versions and judge models; optional) and dvc.lock when present.
-Out: export/README.md and export/data/<config>/<split>-0000i-of-0000N.parquet, nothing else, so the folder uploads to
-the Hub as is and `datasets.load_dataset("export", "<config>")` reads it locally.
+Out: export/README.md, export/data/<config>/<split>-0000i-of-0000N.parquet and export/viewer.html (one static, offline
+page of the exported rows, linked from the card; `rewardmill view export` writes the same bytes), nothing else, so the
+folder uploads to the Hub as is and `datasets.load_dataset("export", "<config>")` reads it locally.
 
 A config whose shards hold a different number of rows than its manifest records fails the stage: the card's counts
 must be the rows the upstream stage wrote, nothing dropped silently.
@@ -48,6 +49,7 @@ from rewardmill.transforms.export.provenance import (
 )
 from rewardmill.transforms.io.parquet import list_shards, read_table
 from rewardmill.transforms.sampling.policy import FINGERPRINT_FILE, read_policy_info
+from rewardmill.transforms.view.page import VIEWER, view_page
 
 STAGE = "export"
 README = "README.md"
@@ -181,7 +183,7 @@ class _WriteConfig(beam.DoFn):
 
 
 class _WriteCard(beam.DoFn):
-    """[ConfigExport] -> README.md in `out_dir`."""
+    """[ConfigExport] -> README.md in `out_dir` (linking the viewer page the driver writes beside it)."""
 
     def __init__(self, out_dir: str, cfg: ExportConfig, provenance: Provenance, manifests, repo_id: str | None):
         self.out_dir = out_dir
@@ -198,6 +200,7 @@ class _WriteCard(beam.DoFn):
             provenance=self.provenance,
             manifests=self.manifests,
             repo_id=self.repo_id,
+            viewer=VIEWER if any(c.num_rows for c in configs) else None,  # the driver writes it when rows exist
         )
         with FileSystems.create(FileSystems.join(self.out_dir, README)) as fh:
             fh.write(text.encode())
@@ -270,6 +273,8 @@ def main(argv: list[str] | None = None) -> None:
             lambda p: build(p, cfg, args.datasets, str(tmp), manifests, provenance, args.repo_id), load_beam_config()
         )
         rows = sum(pq.ParquetFile(f).metadata.num_rows for f in sorted((tmp / "data").rglob("*.parquet")))
+        if rows:  # the page of what was exported, read back from the folder (no config with rows: nothing to show)
+            (tmp / VIEWER).write_text(view_page(tmp), encoding="utf-8")
         # every row of every config is exported (a config's splits are its rows, divided)
         reconcile(
             STAGE,

@@ -7,6 +7,8 @@ wrote), data/datasets/_rewards (report "rewards") and the cross-config split che
 reports/<name>.json. The driver then builds the Data Docs site in reports/data_docs/ from every suite and result,
 writes metrics/validate.json (with the step labels' statistics and agreement when --steps holds any) and the plot
 data in --plots, and exits non-zero, naming the dataset and the failed expectations, when any suite failed.
+With `validate.view` it also writes reports/view.html: one static, offline page to look at the datasets, their
+rejects and the labels behind each pair (the page `rewardmill view data/datasets` writes; transforms/view).
 """
 
 import argparse
@@ -39,11 +41,14 @@ from rewardmill.transforms.validation.label_qa import summary as qa_summary
 from rewardmill.transforms.validation.metrics import compute_metrics
 from rewardmill.transforms.validation.plots import write_plots
 from rewardmill.transforms.validation.suites import SPLIT_CHECK
+from rewardmill.transforms.view.model import DEFAULT_MAX_ROWS
+from rewardmill.transforms.view.page import view_page
 
 STAGE = "validate"
 PAIR_SCHEMA = schema_id(PAIR_V2)
 DATA_DOCS = "data_docs"  # the Data Docs site, under --reports
 LABEL_QA_JSON, LABEL_QA_HTML = "label_qa.json", "label_qa.html"  # where the labelers disagree (label_qa.py)
+VIEW_HTML = "view.html"  # the dataset viewer (validate.view)
 DOCS_INPUT = "_docs"  # each target's suite and result JSON, under --reports while the stage runs (then removed)
 
 log = logging.getLogger("rewardmill")
@@ -59,9 +64,11 @@ class ValidateConfig:
     # The evaluate stage's reward model must score chosen above rejected on at least this share of the held-out
     # pairs (metrics/evaluate.json); null = not checked
     min_rm_accuracy: float | None = None
+    view: bool = True  # write reports/view.html, the offline page to look at the datasets (rewardmill view)
+    view_max_rows: int = DEFAULT_MAX_ROWS  # rows per dataset on that page (the first in id order); the rest counted
 
     def __post_init__(self):
-        for name in ("min_pairs", "min_rl_rows", "min_sft_rows"):
+        for name in ("min_pairs", "min_rl_rows", "min_sft_rows", "view_max_rows"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0")
         if self.min_rm_accuracy is not None and not 0 <= self.min_rm_accuracy <= 1:
@@ -243,6 +250,9 @@ def main(argv: list[str] | None = None) -> None:
         build_data_docs(tmp)
         (tmp / LABEL_QA_JSON).write_text(report_json(qa))
         (tmp / LABEL_QA_HTML).write_text(render_html(qa), encoding="utf-8")
+        if cfg.view:
+            page = view_page(args.datasets, labels=args.labels, max_rows=cfg.view_max_rows)
+            (tmp / VIEW_HTML).write_text(page, encoding="utf-8")
     with atomic_output(args.plots) as folder:
         write_plots(Path(folder), *plot_inputs(args.datasets))
     for r in reports:

@@ -37,3 +37,11 @@ def test_required_top_level():
         "bench",
     ]:
         assert (REPO / name).exists(), name
+
+
+def test_viewer_page_assets_ship_as_package_data():
+    """The viewer inlines its template, CSS and JS from the installed package: a wheel without them writes no page."""
+    cfg = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]
+    folder = REPO / "transforms" / "view"
+    assets = sorted(p.name for p in folder.iterdir() if p.suffix in {".html", ".css", ".js"})
+    assert assets and sorted(cfg["package-data"]["rewardmill.transforms.view"]) == assets

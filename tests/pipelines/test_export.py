@@ -30,6 +30,7 @@ from rewardmill.pipelines.export import (
 from rewardmill.pipelines.stage import reject
 from rewardmill.schemas import PAIR_V2, REJECT_V1, REWARD_V1, RL_V1, SFT_V1
 from rewardmill.transforms.export.provenance import Provenance, stage_outs
+from rewardmill.transforms.view.page import view_page
 from tests.transforms.export.rows import pair, rl, sft
 
 SHARD = re.compile(r"^data/pairs/(train|test)-\d{5}-of-\d{5}\.parquet$")
@@ -147,8 +148,9 @@ def test_export_is_hub_layout_and_loads_offline(project, offline):
         "data/pairs/test-00001-of-00002.parquet",
         "data/pairs/train-00000-of-00002.parquet",
         "data/pairs/train-00001-of-00002.parquet",
+        "viewer.html",
     ]  # nothing else: no manifest, no rejects, no temp files
-    assert all(SHARD.match(f) for f in files[1:])
+    assert all(SHARD.match(f) for f in files[1:-1])
     assert not list(project.glob("export.*"))  # the temp folder was renamed away
 
     ds = offline.load_dataset(str(out), "pairs", cache_dir=str(project / "hf-cache"))
@@ -167,14 +169,17 @@ def test_export_is_hub_layout_and_loads_offline(project, offline):
         {"split": "test", "path": "data/pairs/test-*.parquet"},
     ]
     assert "not recorded (no git checkout)" in card and "f" * 64 in card and "| `pairs` | `tie` | 1 |" in card
+    # the offline viewer page: linked from the card, the page `rewardmill view export` writes
+    assert "## Browse the rows\n\n[`viewer.html`](viewer.html) is one static HTML page" in card
+    assert (out / "viewer.html").read_text() == view_page(out)
 
 
 def test_rerun_gives_identical_bytes(project):
     first = sha256s(run("a/export"))
     second = sha256s(run("b/export"))
     again = sha256s(run("a/export"))  # replaces the folder in place
-    assert first == second == again
-    assert len(first) == 5
+    assert first == second == again  # the viewer page too: it names no path
+    assert len(first) == 6
 
 
 def test_every_config_folder_is_exported_and_loads(project, offline):

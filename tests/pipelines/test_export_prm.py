@@ -47,7 +47,7 @@ def test_prm_exports_beside_pairs_and_loads_offline(prm_project, offline):
         "data/prm/train-00001-of-00002.parquet",
     ]
     assert all(SHARD.match(f) for f in prm_files)
-    assert len(files) == 1 + 4 + 4  # README.md, the pairs shards, the prm shards: nothing else
+    assert len(files) == 1 + 4 + 4 + 1  # README.md, the pairs shards, the prm shards, viewer.html: nothing else
 
     ds = offline.load_dataset(str(out), "prm", cache_dir=str(prm_project / "hf-cache"))
     assert {name: split.num_rows for name, split in ds.items()} == {"train": 8, "test": 4}

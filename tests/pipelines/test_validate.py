@@ -10,9 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from rewardmill.pipelines.config import ConfigError
+from rewardmill.pipelines.config import ConfigError, load_section
 from rewardmill.pipelines.validate import Target, ValidateConfig, ValidateDataset, WriteReport, main
 from rewardmill.schemas import PAIR_V2
+from rewardmill.transforms.view.model import DEFAULT_MAX_ROWS
+from rewardmill.transforms.view.page import view_page
 from tests.transforms.validation.conftest import (
     PAIRS,
     PRM_ROWS,
@@ -71,6 +73,7 @@ def test_valid_project_writes_reports_docs_metrics_plots_and_reruns_identically(
         "reports/label_qa.html",
         "reports/label_qa.json",
         *(f"reports/{name}.json" for name in names),
+        "reports/view.html",
     ]
     pairs = json.loads(first["reports/pairs.json"])
     assert pairs["success"] and pairs["rows"] == len(PAIRS) and pairs["schema"] == "pair_v2" and pairs["error"] is None
@@ -94,6 +97,9 @@ def test_valid_project_writes_reports_docs_metrics_plots_and_reruns_identically(
     assert metrics["prm"]["prm"]["rows"] == len(PRM_ROWS) and metrics["prm"]["prm"]["methods"] == {"judge": 1, "mc": 2}
     assert metrics["step_agreement"]["judge|mc"]["first_error_agreement"] == 0.5  # rollout 1: step 1 vs step 2
     assert first["plots/margins.csv"] == b"margin,share\n0.75,0.666667\n1.0,1.0\n"
+    # the dataset viewer: the page `rewardmill view` writes for the same folders
+    data = tmp_path / "data"
+    assert first["reports/view.html"].decode() == view_page(data / "datasets", labels=data / "labels", max_rows=2000)
     assert not [p.name for p in tmp_path.rglob("*") if ".tmp-" in p.name or ".old-" in p.name]
 
     main(stage_args(tmp_path))  # same inputs, same bytes (Data Docs included): DVC sees no change
@@ -104,7 +110,7 @@ def test_failed_validation_exits_non_zero_naming_the_failures(tmp_path, params_f
     # a duplicated pair, prompt 0 in train and in test, and fewer pairs than validate.min_pairs
     leak = pair_row(0, pair_id="leak", split="test")
     write_project(tmp_path, pairs=[*PAIRS, PAIRS[0], leak], configs=False)
-    params_file({**PARAMS, "validate": {"min_pairs": 10}})
+    params_file({**PARAMS, "validate": {"min_pairs": 10, "view": False}})
     with pytest.raises(SystemExit) as exc:
         main(stage_args(tmp_path))
     message, leaked = str(exc.value.code), leak["prompt_id"]
@@ -121,6 +127,7 @@ def test_failed_validation_exits_non_zero_naming_the_failures(tmp_path, params_f
     # reports, Data Docs, metrics and plots are still written, for inspection
     assert not json.loads((tmp_path / "reports" / "pairs.json").read_text())["success"]
     assert (tmp_path / DOCS / "index.html").is_file() and (tmp_path / "plots" / "margins.csv").is_file()
+    assert not (tmp_path / "reports" / "view.html").exists()  # validate.view: false
     metrics = json.loads((tmp_path / "metrics" / "validate.json").read_text())
     assert metrics["validation"]["pairs"] == {"success": False, "failed_expectations": 2}
     assert metrics["validation"]["splits"] == {"success": False, "failed_expectations": 1}
@@ -139,7 +146,9 @@ def test_missing_pairs_fail_before_any_work(tmp_path, params_file):
     assert not [p for p in ("reports", "metrics", "plots") if (tmp_path / p).exists()]
 
 
-@pytest.mark.parametrize("section", [{"min_pairs": -1}, {"min_pair": 1}, {"min_rl_rows": -1}])
+@pytest.mark.parametrize(
+    "section", [{"min_pairs": -1}, {"min_pair": 1}, {"min_rl_rows": -1}, {"view_max_rows": -1}, {"view": "yes"}]
+)
 def test_bad_params_fail(tmp_path, params_file, section):
     write_project(tmp_path, configs=False)
     params_file({**PARAMS, "validate": section})
@@ -149,7 +158,7 @@ def test_bad_params_fail(tmp_path, params_file, section):
 
 def test_config_floors_and_dofns_pickle(tmp_path):
     cfg = ValidateConfig()
-    assert (cfg.min_pairs, cfg.min_rl_rows, cfg.min_sft_rows) == (1, 1, 0)
+    assert (cfg.min_pairs, cfg.min_rl_rows, cfg.min_sft_rows, cfg.view, cfg.view_max_rows) == (1, 1, 0, True, 2000)
     # empty PRM, rewards and split check pass; rollouts (unlisted) need a row
     assert ValidateConfig(min_pairs=3).min_rows() == {
         "pair_v2": 3,
@@ -164,3 +173,9 @@ def test_config_floors_and_dofns_pickle(tmp_path):
     target = Target("pairs", str(tmp_path), "pair_v2")
     assert pickle.loads(pickle.dumps(target)) == target
     assert pair_row(0)["margin"] == pair_row(0)["score_chosen"] - pair_row(0)["score_rejected"]
+
+
+def test_repo_params_view_matches_the_view_commands_default():
+    """reports/view.html of `dvc repro` is then the page `rewardmill view` writes with its defaults, byte for byte."""
+    cfg = load_section(ValidateConfig, "validate", Path(__file__).parents[2] / "params.yaml")
+    assert cfg.view and cfg.view_max_rows == DEFAULT_MAX_ROWS

@@ -7,8 +7,9 @@ Pure (no I/O, no clock): the same export gives the same bytes.
 The front matter's `configs` maps each config/split to its shard glob, which is what `load_dataset(folder, config)`
 reads; `dataset_info` declares the features and each split's row count, which `datasets` checks when loading.
 
-Body: an intro naming each config; configs and splits; rows rejected upstream; label methods; pair types;
-statistics; one schema table per config; loading; training with TRL per config; provenance.
+Body: an intro naming each config; configs and splits; a link to the offline viewer page (when given); rows rejected
+upstream; label methods; pair types; statistics; one schema table per config; loading; training with TRL per config;
+provenance.
 
 Upstream manifest keys read (all optional): `rejects` {reason: rows}, `labelers` [name], `labeler_versions`
 {labeler: version or [versions]}, `pair_types` {type: rows}, `step_labelers` [name], `step_methods` {name: method},
@@ -57,8 +58,10 @@ def build_card(
     provenance: Provenance,
     manifests: dict[str, dict[str, Any]] | None = None,
     repo_id: str | None = None,
+    viewer: str | None = None,
 ) -> str:
-    """-> README.md text. `manifests` maps a config to its upstream `_manifest.json`; `repo_id` goes in snippets."""
+    """-> README.md text. `manifests` maps a config to its upstream `_manifest.json`; `repo_id` goes in snippets;
+    `viewer` is the export's offline viewer page (a path relative to the card), linked when given."""
     configs = sorted(configs, key=lambda c: c.name)
     manifests = {c.name: (manifests or {}).get(c.name) or {} for c in configs}
     front = yaml.safe_dump(
@@ -67,6 +70,7 @@ def build_card(
     sections = [
         _intro(pretty_name, configs, provenance),
         _counts(configs),
+        _viewer(viewer),
         _rejects(configs, manifests),
         _label_methods(configs, manifests, provenance),
         _pair_types(configs, manifests),
@@ -174,6 +178,17 @@ def _counts(configs: list[ConfigExport]) -> str:
     rows = [[f"`{c.name}`", f"`{s.name}`", s.num_rows, len(s.files)] for c in configs for s in c.splits]
     rows += [[f"`{c.name}`", "(none)", 0, 0] for c in configs if not c.splits]
     return "\n".join(["## Configs and splits", "", table(["config", "split", "rows", "files"], rows)])
+
+
+def _viewer(viewer: str | None) -> str:
+    if not viewer:
+        return ""
+    return (
+        f"## Browse the rows\n\n[`{viewer}`]({viewer}) is one static HTML page of this export: pairs side by side "
+        "with their scores, process-reward steps coloured by label, RL prompts with their pass rates; filters by "
+        "config, pair type, difficulty, split and text. Download it and open it in a browser: it loads nothing from "
+        "a network. (`rewardmill view export` writes it again.)"
+    )
 
 
 def _rejects(configs: list[ConfigExport], manifests: dict[str, dict[str, Any]]) -> str:

@@ -157,6 +157,14 @@ def test_intro_counts_and_rejects(exported):
     assert "`sft`" not in rejects  # no rejects, no rows
 
 
+def test_viewer_link(exported):
+    _, configs = exported
+    viewer = section(card(configs, viewer="viewer.html"), "Browse the rows")
+    assert viewer.lstrip().startswith("[`viewer.html`](viewer.html) is one static HTML page")  # relative: the Hub too
+    assert "loads nothing from a network" in viewer and "`rewardmill view export`" in viewer
+    assert "Browse the rows" not in card(configs)  # no page, no link
+
+
 def test_label_methods(exported):
     _, configs = exported
     methods = section(card(configs), "Label methods")
