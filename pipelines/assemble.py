@@ -434,10 +434,12 @@ def step_labeler_names() -> list[str]:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--rollouts", default="data/rollouts")
+    parser.add_argument("--rollouts", default="data/rollouts", help="the rollouts folder")
     parser.add_argument("--labels", default="data/labels", help="folder holding one subfolder per labeler")
     parser.add_argument("--steps", default="data/steps", help="folder holding one subfolder per steps labeler")
-    parser.add_argument("--out", default="data/datasets")
+    parser.add_argument(
+        "--out", default="data/datasets", help="the datasets folder to write (_rewards, pairs, rl, sft, prm)"
+    )
     args = absolute_args(parser.parse_args(argv), "rollouts", "labels", "steps", "out")
     setup_logging()
     beam_cfg = load_beam_config()

@@ -150,7 +150,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--datasets", default="data/datasets", help="folder holding one subfolder per dataset")
     parser.add_argument("--labels", default="data/labels", help="folder holding one subfolder per labeler")
     parser.add_argument("--model", default="models/policy", help="the policy: the reward model's default base")
-    parser.add_argument("--metrics", default="metrics/evaluate.json")
+    parser.add_argument("--metrics", default="metrics/evaluate.json", help="the metrics JSON to write")
     args = parser.parse_args(argv)
     setup_logging()
     cfg = load_section(EvaluateConfig, STAGE)

@@ -238,10 +238,14 @@ def pool_policies(rollouts_dir: str | None) -> tuple[tuple[str, str, str, str], 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--datasets", default="data/datasets")
-    parser.add_argument("--model", default="models/policy")
+    parser.add_argument(
+        "--datasets", default="data/datasets", help="the datasets folder (the assemble stage's output)"
+    )
+    parser.add_argument(
+        "--model", default="models/policy", help="the policy folder (its fingerprint goes into the card)"
+    )
     parser.add_argument("--rollouts", default=None, help="the rollouts stage's output: a candidate pool's policies")
-    parser.add_argument("--out", default="export")
+    parser.add_argument("--out", default="export", help="the Hub-layout folder to write")
     parser.add_argument("--labels", default=None, help="label stage outputs: labeler versions and judge models")
     parser.add_argument("--lock", default="dvc.lock", help="dvc.lock to record in the card's provenance, if present")
     parser.add_argument("--repo-id", default=None, help="Hub repo id for the card's loading snippet")

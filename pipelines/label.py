@@ -130,7 +130,7 @@ def admission(name: str, params: LabelerParams, rollouts_dir: str, cache_dir: st
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("name", help="the key under `labelers:` in params.yaml")
-    parser.add_argument("--rollouts", default="data/rollouts")
+    parser.add_argument("--rollouts", default="data/rollouts", help="the rollouts folder to label")
     parser.add_argument("--out", default=None, help="default: data/labels/NAME")
     parser.add_argument("--cache", default=None, help="per-record label cache folder (kept across runs)")
     parser.add_argument("--cache-flush-every", type=int, default=64, help="labels per cache segment file")

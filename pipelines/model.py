@@ -33,7 +33,7 @@ class _Materialize(beam.DoFn):
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--out", default="models/policy")
+    parser.add_argument("--out", default="models/policy", help="where the safetensors folder and its fingerprint go")
     args = parser.parse_args(argv)
     setup_logging()
     cfg = load_section(ModelConfig, "model")

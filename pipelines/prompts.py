@@ -128,7 +128,9 @@ def _prompt_key(row: dict[str, Any]) -> str:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--out", default="data/prompts")
+    parser.add_argument(
+        "--out", default="data/prompts", help="the prompts folder to write (Parquet shards, _rejects/, manifest)"
+    )
     args = absolute_args(parser.parse_args(argv), "out")
     setup_logging()
     beam_cfg = load_beam_config()

@@ -193,9 +193,11 @@ def policies_record(members: list[Member]) -> dict[str, dict]:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--prompts", default="data/prompts")
-    parser.add_argument("--model", default="models/policy")
-    parser.add_argument("--out", default="data/rollouts")
+    parser.add_argument("--prompts", default="data/prompts", help="the prompts folder (the prompts stage's output)")
+    parser.add_argument(
+        "--model", default="models/policy", help="the materialized policy folder (the model stage's output)"
+    )
+    parser.add_argument("--out", default="data/rollouts", help="the rollouts folder to write")
     parser.add_argument("--cache", default=None, help="rollout cache folder, kept across runs (off when unset)")
     args = absolute_args(parser.parse_args(argv), "prompts", "model", "out", "cache")
     setup_logging()

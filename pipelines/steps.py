@@ -216,7 +216,7 @@ def check_conservation(stage: str, out_dir: str, selected: int) -> None:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("name", help="the key under `steps:` in params.yaml")
-    parser.add_argument("--rollouts", default="data/rollouts")
+    parser.add_argument("--rollouts", default="data/rollouts", help="the rollouts folder to take step labels of")
     parser.add_argument("--model", default="models/policy", help="the policy that writes continuations")
     parser.add_argument("--out", default=None, help="default: data/steps/NAME")
     parser.add_argument("--cache", default=None, help="continuation and judge call cache (kept across runs)")

@@ -223,13 +223,15 @@ def rm_accuracy_check(minimum: float | None, evaluation: str | None) -> dict[str
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--prompts", default="data/prompts")
-    parser.add_argument("--rollouts", default="data/rollouts")
+    parser.add_argument("--prompts", default="data/prompts", help="the prompts folder")
+    parser.add_argument("--rollouts", default="data/rollouts", help="the rollouts folder")
     parser.add_argument("--labels", default="data/labels", help="folder holding one subfolder per labeler")
     parser.add_argument("--steps", default="data/steps", help="one subfolder per steps labeler; may be missing")
     parser.add_argument("--datasets", default="data/datasets", help="folder holding one subfolder per dataset")
-    parser.add_argument("--reports", default="reports")
-    parser.add_argument("--metrics", default="metrics/validate.json")
+    parser.add_argument(
+        "--reports", default="reports", help="where the GX reports, Data Docs, label QA and view.html go"
+    )
+    parser.add_argument("--metrics", default="metrics/validate.json", help="the DVC metrics JSON to write")
     parser.add_argument("--plots", default="plots", help="folder for the DVC plot data (CSV)")
     parser.add_argument("--evaluation", default=None, help="the evaluate stage's metrics (validate.min_rm_accuracy)")
     args = parser.parse_args(argv)
