@@ -5,7 +5,9 @@ Checks the acceptance of the foundation: every stage runs, outputs are complete 
 """
 
 import ast
+import csv
 import hashlib
+import io
 import json
 import os
 import re
@@ -30,8 +32,8 @@ pytestmark = pytest.mark.e2e
 BIN = Path(sys.executable).parent
 
 
-def run(cmd: list[str], cwd: Path) -> str:
-    env = {**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}", "DVC_NO_ANALYTICS": "1"}
+def run(cmd: list[str], cwd: Path, extra_env: dict[str, str] | None = None) -> str:
+    env = {**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}", "DVC_NO_ANALYTICS": "1", **(extra_env or {})}
     env.pop("REWARDMILL_PARAMS", None)
     proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=1200)
     assert proc.returncode == 0, f"{' '.join(cmd)} failed:\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}"
@@ -77,8 +79,8 @@ def plans(root: Path, what: str = "rollouts") -> Path:
     return root.parent / f"{root.name}-plan-{what}.json"
 
 
-def run_json(cmd: list[str], cwd: Path) -> str:
-    env = {**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}"}
+def run_json(cmd: list[str], cwd: Path, extra_env: dict[str, str] | None = None) -> str:
+    env = {**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}", **(extra_env or {})}
     env.pop("REWARDMILL_PARAMS", None)
     proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-4000:]
@@ -102,6 +104,8 @@ def test_repro_builds_every_output(project):
         "data/steps/binary_search",
         "data/datasets/prm",
         "export/README.md",
+        "export/viewer.html",
+        "reports/view.html",
         "metrics/validate.json",
         "metrics/evaluate.json",
         "reports",
@@ -129,6 +133,15 @@ def test_repro_builds_every_output(project):
     assert appeal["labels"] == arithmetic["count"] * n and "appealed" in appeal["labeler"]
     # evaluate is off in the shipped params (the override experiment below turns it on): it records only that
     assert json.loads((project / "metrics/evaluate.json").read_text()) == {"enabled": False}
+
+
+def test_the_stages_viewer_pages_are_what_rewardmill_view_writes(project, tmp_path):
+    """validate's reports/view.html and export's viewer.html (linked from the card) are the command's pages, byte for
+    byte, so a user can rebuild either from the data alone."""
+    for folder, page in (("data/datasets", "reports/view.html"), ("export", "export/viewer.html")):
+        run([str(BIN / "rewardmill"), "view", folder, "--out", str(tmp_path / "page.html")], project)
+        assert (tmp_path / "page.html").read_bytes() == (project / page).read_bytes(), page
+    assert "viewer.html" in card_text(project)
 
 
 def test_the_plan_before_each_spend_equals_what_the_run_sent(project):
@@ -351,6 +364,57 @@ def test_second_repro_is_a_noop_and_status_clean(project):
     assert "up to date" in status, status
 
 
+def output_digests(root: Path, lock: dict) -> dict[str, str]:
+    """sha256 of every file of every output dvc.lock records (cached or not), by path relative to root."""
+    outs = [root / out["path"] for stage in lock["stages"].values() for out in stage.get("outs", [])]
+    files = [f for out in outs for f in ([out] if out.is_file() else sorted(out.rglob("*"))) if f.is_file()]
+    return {str(f.relative_to(root)): hashlib.sha256(f.read_bytes()).hexdigest() for f in files}
+
+
+def test_a_tagged_release_pulls_back_the_same_bytes_without_recomputing(project, tmp_path):
+    """The README's release flow on a local remote: commit dvc.lock and what DVC keeps in git, `dvc push`, tag. A fresh
+    clone of the tag gets every output back from the remote with `dvc pull`, byte for byte, and has nothing to rerun.
+    The project is left as found: the commits are undone (HEAD, index and workspace as before), the tag deleted."""
+    dvc = str(BIN / "dvc")
+    head, git_status = run(["git", "rev-parse", "HEAD"], project), run(["git", "status", "--porcelain"], project)
+    config = (project / ".dvc/config").read_bytes()
+    remote, clone = tmp_path / "remote", tmp_path / "clone"
+    try:
+        # the project's remote lives in .dvc/config, committed (the repo ships a default one); here a tmp folder
+        run([dvc, "remote", "add", "-d", "storage", str(remote)], project)
+        run(["git", "commit", "-qm", "remote", ".dvc/config"], project)
+        # the release flow, as the README gives it (`dvc repro` ran in the fixture)
+        run(["git", "add", "dvc.lock", "params.yaml", "metrics", "plots", "*.gitignore"], project)
+        run(["git", "commit", "-qm", "Release v1.0"], project)
+        pushed = run([dvc, "push"], project)
+        run(["git", "tag", "-a", "v1.0", "-m", "v1.0"], project)
+        assert "in sync" in run([dvc, "status", "-c"], project), pushed  # the remote holds every cached output
+        assert not run(["git", "status", "--porcelain", "--untracked-files=no"], project)  # the tag is the workspace
+        hub = [str(BIN / "rewardmill"), "push", "--repo-id", "you/name", "--revision", "v1.0", "--dry-run"]
+        dry = run(hub, project)  # the Hub upload's release check passes (the upload itself needs a token)
+        assert "(main branch, tag v1.0)" in dry and "refuse" not in dry, dry
+
+        run(["git", "clone", "-q", str(project), str(clone)], project)
+        run(["git", "checkout", "-q", "v1.0"], clone)
+        assert not any(p.is_file() for p in (clone / ".dvc/cache").rglob("*"))  # nothing but the remote to pull from
+        run([dvc, "pull"], clone)
+        lock = yaml.safe_load((project / "dvc.lock").read_text())
+        same = output_digests(project, lock)
+        assert {"export/README.md", "metrics/validate.json", "models/policy/model.safetensors"} <= same.keys()
+        assert all(any(p.startswith(f"{out}/") for p in same) for out in ["data/datasets/pairs", "reports", "plots"])
+        assert output_digests(clone, lock) == same
+        assert "up to date" in run([dvc, "status"], clone)
+        out = run([dvc, "repro"], clone)
+        assert "Running stage" not in out, out
+    finally:
+        if "v1.0" in run(["git", "tag"], project).split():
+            run(["git", "tag", "-d", "v1.0"], project)
+        run(["git", "reset", "-q", head.strip()], project)
+        (project / ".dvc/config").write_bytes(config)
+    assert run(["git", "rev-parse", "HEAD"], project) == head
+    assert run(["git", "status", "--porcelain"], project) == git_status
+
+
 def test_adding_a_labeler_runs_only_it_and_what_reads_all_labels(project):
     params = yaml.safe_load((project / "params.yaml").read_text())
     params["labelers"]["math_answer_quick"] = {"labeler": "math_answer", "config": {"timeout_seconds": 2}}
@@ -375,6 +439,134 @@ def test_adding_a_labeler_runs_only_it_and_what_reads_all_labels(project):
         sources = p["label_sources"]
         assert sources == code_sources or (quick in sources and set(sources) <= set(math_sources)), sources
     assert "Running stage" not in run([str(BIN / "dvc"), "repro"], project)
+
+
+# What reads every label: rerun by a new labeler, and by a new weight of one (assemble and what reads its output).
+READ_ALL_LABELS = {"assemble", "evaluate", "validate", "export"}
+
+
+def editable_overlay(project: Path) -> dict[str, str]:
+    """The environment in which the project is the `rewardmill` package, as a checkout is its own editable install.
+
+    The stages run `rewardmill run ...`, which imports the installed package: here an editable install of the repo,
+    not of this copy of it. The overlay is a folder beside the project (outside its git tree) holding `rewardmill/`
+    without an __init__.py (a namespace package, as the install's is) whose pipelines, transforms, schemas and rewards
+    link to the project's folders. On PYTHONPATH it comes before setuptools' editable finder, which is appended to
+    sys.meta_path, in every command and in the Beam workers they start (which inherit the environment). No bytecode is
+    written: in the repo, .gitignore keeps __pycache__ out of a `git add transforms/labelers`.
+    """
+    package = project.parent / f"{project.name}-overlay" / "rewardmill"
+    package.mkdir(parents=True, exist_ok=True)
+    for name, folder in [
+        ("pipelines", "pipelines"),
+        ("transforms", "transforms"),
+        ("schemas", "schemas"),
+        ("rewards", "transforms/rewards"),
+    ]:
+        if not (package / name).is_symlink():
+            (package / name).symlink_to(project / folder)
+    return {"PYTHONPATH": str(package.parent), "PYTHONDONTWRITEBYTECODE": "1"}
+
+
+def not_skipped(out: str) -> set[str]:
+    """The stages a `dvc repro` or `dvc exp run` ran, or took from DVC's run cache instead of running them again."""
+    return {a or b for a, b in re.findall(r"Running stage '([^']+)'|Stage '([^']+)' is cached", out)}
+
+
+def test_the_write_your_own_labeler_steps_work_as_written(project, tmp_path):
+    """The README's "Write your own labeler", each command as written there and run from the repo's root: scaffold
+    word_count, `ruff check` and pytest its files, `dvc repro` (only it and what reads all labels run), commit, a
+    `--temp` experiment on its config (params.yaml untouched, `dvc exp show --only-changed` lists it in a few columns)
+    and a workspace experiment on its weight (only assemble and after run; the value lands in params.yaml).
+
+    Every command runs with editable_overlay(project): in the repo the code a newcomer edits is the installed package,
+    here the install is the repo's, which has no word_count. The project is left as found (files, HEAD, index, outputs,
+    `dvc status` clean), because the later tests run the stages from the install, which cannot label with word_count.
+    """
+    dvc, env = str(BIN / "dvc"), editable_overlay(project)
+    made = ["transforms/labelers/word_count.py", "tests", "pyproject.toml", ".ruff_cache", ".pytest_cache"]
+    made += ["data/labels/word_count"]
+    assert not any((project / rel).exists() for rel in made), made
+    head = run(["git", "rev-parse", "HEAD"], project).strip()
+    git_status = run(["git", "status", "--porcelain"], project)
+    gitignores = run(["git", "ls-files", "-co", "--exclude-standard", "*.gitignore"], project).split()
+    edited = ["params.yaml", "dvc.lock", "transforms/labelers/__init__.py", *gitignores]
+    saved = {rel: (project / rel).read_bytes() for rel in edited}
+    for uncached in ("metrics", "plots"):  # outputs DVC does not cache: `dvc checkout` cannot bring them back
+        shutil.copytree(project / uncached, tmp_path / uncached)
+    shutil.copy(REPO / "pyproject.toml", project / "pyproject.toml")  # the repo's ruff and pytest settings
+    try:
+        where = run(
+            [str(BIN / "python"), "-c", "import rewardmill.transforms.labelers as m; print(m.__file__)"], project, env
+        )
+        assert f"{env['PYTHONPATH']}/rewardmill/transforms/labelers/__init__.py" in where, where  # not the install's
+
+        out = run([str(BIN / "rewardmill"), "new-labeler", "word_count"], project, env)
+        assert "registered WordCountLabeler as 'word_count' in transforms/labelers/__init__.py" in out, out
+        assert (project / "tests/transforms/labelers/test_word_count.py").is_file()
+        params = yaml.safe_load((project / "params.yaml").read_text())
+        assert params["labelers"]["word_count"] == {"labeler": "word_count", "config": {"min_chars": 1}}
+        out = run([str(BIN / "ruff"), "check", "transforms/labelers", "tests/transforms/labelers"], project, env)
+        assert "All checks passed" in out, out  # the registry's imports stay sorted (isort, I001)
+        out = run([str(BIN / "pytest"), "tests/transforms/labelers/test_word_count.py"], project, env)
+        assert "4 passed" in out, out  # it imports word_count: the overlay's code, not the install's
+
+        out = run([dvc, "repro"], project, env)
+        ran = not_skipped(out)
+        assert {"label@word_count", "assemble"} <= ran <= {"label@word_count", *READ_ALL_LABELS}, out
+        pairs = read_rows(str(project / "data/datasets/pairs"))  # word_count labels every task: in every pair
+        assert pairs and all("word_count@1" in p["label_sources"] for p in pairs), pairs[0]["label_sources"]
+        assert "Running stage" not in run([dvc, "repro"], project, env)
+
+        # a committed baseline: `--temp` experiments run from a commit (untracked files are left out), and
+        # `dvc exp show` compares experiments with it
+        committed = ["transforms/labelers", "tests/transforms/labelers", "dvc.lock", "params.yaml", "metrics", "plots"]
+        run(["git", "add", *committed, "*.gitignore"], project)
+        run(["git", "commit", "-qm", "Add the word_count labeler"], project)
+        files = run(["git", "show", "--name-only", "--format=", "HEAD"], project).split()
+        assert {"transforms/labelers/word_count.py", "tests/transforms/labelers/test_word_count.py"} <= set(files)
+        assert not [f for f in files if "__pycache__" in f], files
+
+        before = (project / "params.yaml").read_bytes()
+        out = run([dvc, "exp", "run", "--temp", "-S", "labelers.word_count.config.min_chars=20"], project, env)
+        assert "Running stage 'label@word_count'" in out, out
+        assert (project / "params.yaml").read_bytes() == before  # a temp copy ran it: the workspace is untouched
+        table = run_json([dvc, "exp", "show", "--only-changed", "--csv"], project, env)
+        shown = list(csv.DictReader(io.StringIO(table)))
+        min_chars = [(row["Experiment"], row["labelers.word_count.config.min_chars"]) for row in shown]
+        assert [value for name, value in min_chars if not name] == ["1", "1"], min_chars  # the workspace and HEAD
+        assert [value for name, value in min_chars if name] == ["20"], min_chars  # the experiment, by its name
+        assert len(shown[0]) < 40, list(shown[0])  # not the hundreds of columns of every param and metric
+
+        # without the `+`, DVC refuses a key params does not have yet
+        proc = subprocess.run(
+            [dvc, "exp", "run", "-S", "assemble.aggregate.weights.word_count=0.5"],
+            cwd=project,
+            env={**os.environ, **env},
+            capture_output=True,
+            text=True,
+        )
+        assert proc.returncode != 0 and "Key 'word_count' is not in struct" in proc.stderr, proc.stderr
+        out = run([dvc, "exp", "run", "-S", "+assemble.aggregate.weights.word_count=0.5"], project, env)
+        ran = not_skipped(out)
+        assert "assemble" in ran and ran <= READ_ALL_LABELS, out
+        weights = yaml.safe_load((project / "params.yaml").read_text())["assemble"]["aggregate"]["weights"]
+        assert weights["word_count"] == 0.5, weights  # a workspace experiment writes its params to params.yaml
+    finally:
+        run(["git", "reset", "-q", head], project)
+        for rel in made:
+            if (project / rel).is_dir():
+                shutil.rmtree(project / rel)
+            (project / rel).unlink(missing_ok=True)
+        for rel, data in saved.items():
+            (project / rel).write_bytes(data)
+        for uncached in ("metrics", "plots"):
+            shutil.rmtree(project / uncached)
+            shutil.copytree(tmp_path / uncached, project / uncached)
+        run([dvc, "checkout", "--force"], project)
+    assert "up to date" in run([dvc, "status"], project)
+    assert run(["git", "rev-parse", "HEAD"], project).strip() == head
+    assert run(["git", "status", "--porcelain"], project) == git_status
 
 
 def changed_columns(old: Path, new: Path) -> dict[str, str]:
