@@ -28,13 +28,13 @@ def endpoints_in(settings: dict[str, Any]) -> list[Endpoint]:
     found = []
     rollouts = settings.get("rollouts")
     if isinstance(rollouts, dict):
-        members = {"rollouts": rollouts} | {
-            f"rollouts.policies.{name}": {**rollouts, **member}
-            for name, member in (rollouts["policies"] or {}).items()
-        }
+        # a pool's members sample instead of the section itself; a member's unset field (None) takes the section's,
+        # and its `openai` block replaces the section's whole, as transforms/sampling/pool.py resolves them
+        pool = rollouts["policies"] or {}
+        members = {f"rollouts.policies.{name}": pool[name] for name in sorted(pool)} or {"rollouts": {}}
         for where, member in members.items():
-            if member.get("backend") == "openai":
-                openai = {**rollouts["openai"], **(member.get("openai") or {})}
+            if (member.get("backend") or rollouts["backend"]) == "openai":
+                openai = member.get("openai") or rollouts["openai"]
                 found.append(_endpoint(f"{where}.openai", openai, openai.get("model")))
     for stage, value in settings.items():
         if "@" in stage and isinstance(value, dict):

@@ -4,12 +4,18 @@ from rewardmill.transforms.doctor.report import FAIL
 OPENAI = {"base_url": "http://127.0.0.1:8000/v1", "model": "policy", "api_key_env": "OPENAI_API_KEY"}
 
 
+def member(backend=None, openai=None) -> dict:
+    """A pool member as pipelines/settings.py gives it: every PolicySpec field, None where params leave it out."""
+    return {"backend": backend, "model": None, "device": None, "vllm": None, "openai": openai}
+
+
 def test_only_the_endpoints_params_send_to_are_found():
+    big = {**OPENAI, "model": "big"}
     settings = {
         "rollouts": {
-            "backend": "transformers",
+            "backend": "openai",  # inherited by `served`; `local` overrides it, and the section itself is no member
             "openai": OPENAI,
-            "policies": {"big": {"backend": "openai", "openai": {"model": "big"}}},
+            "policies": {"local": member("transformers"), "served": member(), "big": member("openai", big)},
         },
         "label@panel": {
             "config": {
@@ -30,10 +36,13 @@ def test_only_the_endpoints_params_send_to_are_found():
     }
     found = endpoints_in(settings)
     assert found == [
-        Endpoint("rollouts.policies.big.openai", "http://127.0.0.1:8000/v1", "big"),  # the pool member's override
+        Endpoint("rollouts.policies.big.openai", "http://127.0.0.1:8000/v1", "big"),  # its own block, in name order
+        Endpoint("rollouts.policies.served.openai", "http://127.0.0.1:8000/v1", "policy"),  # the section's block
         Endpoint("labelers.panel.config.backend", "https://api.x/v1", "j", "X_KEY"),
         Endpoint("labelers.rm.config.endpoint", "http://h:8001/v1", "rm"),  # vLLM's root: models under /v1
     ]
+    single = {"backend": "openai", "openai": OPENAI, "policies": {}}  # no pool: the section is the one policy
+    assert endpoints_in({"rollouts": single}) == [Endpoint("rollouts.openai", "http://127.0.0.1:8000/v1", "policy")]
 
 
 def test_a_missing_key_fails_before_any_request():
