@@ -28,6 +28,14 @@ def params_path() -> Path:
     return Path(os.environ.get(PARAMS_FILE_ENV, "params.yaml"))
 
 
+DEFAULT_CACHE_ROOT = ".rewardmill/cache"  # params `cache.root` when the file has none
+
+
+def cache_root(params: dict[str, Any]) -> str:
+    """params `cache.root`: where the rollouts, label and steps stages keep their caches."""
+    return (params.get("cache") or {}).get("root") or DEFAULT_CACHE_ROOT
+
+
 def read_params(path: Path | None = None) -> dict[str, Any]:
     path = path or params_path()
     if not path.exists():

@@ -17,8 +17,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from rewardmill.pipelines.config import params_path, read_params
-from rewardmill.pipelines.settings import all_settings
+from rewardmill.pipelines.config import params_path
+from rewardmill.pipelines.settings import all_settings, mappings
 from rewardmill.transforms.doctor.endpoints import endpoint_check, endpoints_in
 from rewardmill.transforms.doctor.host import (
     accelerator_checks,
@@ -31,6 +31,7 @@ from rewardmill.transforms.doctor.model import folder_check, source_check
 from rewardmill.transforms.doctor.project import dvc_outs, project_checks
 from rewardmill.transforms.doctor.report import FAIL, OK, Check, exit_status, render
 from rewardmill.transforms.doctor.sandbox import sandbox_check
+from rewardmill.transforms.sampling.policy import is_hub_id
 
 MODEL_FOLDER = "models/policy"  # dvc.yaml's model stage output
 
@@ -50,24 +51,13 @@ def params_checks(settings: dict[str, Any]) -> list[Check]:
     ]
 
 
-def walk(value: Any, where: str = ""):
-    """(where, mapping) for every mapping in a settings tree."""
-    if isinstance(value, dict):
-        yield where, value
-        for key, item in value.items():
-            yield from walk(item, f"{where}.{key}" if where else str(key))
-    elif isinstance(value, list):
-        for i, item in enumerate(value):
-            yield from walk(item, f"{where}[{i}]")
-
-
 def needs(settings: dict[str, Any]) -> tuple[list[str], list[str]]:
     """(where params ask for vLLM, where they ask for a CUDA device)."""
     vllm, cuda = [], []
     for stage, value in settings.items():
         if isinstance(value, Exception) or stage in ("beam", "prices", "cache"):
             continue
-        for where, block in walk(value, stage):
+        for where, block in mappings(value, stage):
             if block.get("backend") == "vllm" or block.get("kind") == "vllm":
                 vllm.append(where)
             if str(block.get("device") or "").startswith("cuda"):
@@ -83,12 +73,11 @@ def hub_ids(settings: dict[str, Any], local: list[str]) -> tuple[tuple[str, str]
     for stage, value in settings.items():
         if isinstance(value, Exception) or "@" not in stage:
             continue
-        for where, block in walk(value.get("config") or {}, f"{stage}.config"):
+        for where, block in mappings(value.get("config") or {}, f"{stage}.config"):
             if block.get("kind") in ("transformers", "vllm") and isinstance(block.get("model"), str):
                 candidates.append((f"{where}.model", block["model"]))
     for where, name in candidates:
-        is_hub = "/" in name and name.count("/") == 1 and not name.startswith((".", "/", "builtin:"))
-        if is_hub and not Path(name).exists() and name.rstrip("/") not in local and not name.endswith(".gguf"):
+        if is_hub_id(name) and name.rstrip("/") not in local:
             found.append((where, name))
     return tuple(found)
 
@@ -103,16 +92,15 @@ def code_sandbox_users(settings: dict[str, Any]) -> dict[str, dict]:
 
 def run_checks(root: Path, model: str, endpoints: bool) -> list[Check]:
     checks = [python_check(), *package_checks()]
-    params = read_params()
-    settings = all_settings(params)
+    settings = all_settings()
     checks += params_checks(settings)
     if isinstance(settings.get("model"), dict):
         checks.append(source_check(settings["model"]["source"]))
     checks.append(folder_check(model))
     checks.append(sandbox_check(code_sandbox_users(settings)))
     checks += offline_checks(hub_ids=hub_ids(settings, [*dvc_outs(root), model]))
-    cache_root = (params.get("cache") or {}).get("root") or ".rewardmill/cache"
-    checks += disk_checks({"outputs": str(root), "caches": cache_root, "temp files": tempfile.gettempdir()})
+    caches = settings["cache"]["root"]
+    checks += disk_checks({"outputs": str(root), "caches": caches, "temp files": tempfile.gettempdir()})
     checks += accelerator_checks(*needs(settings))
     for endpoint in endpoints_in(settings) if endpoints else []:
         checks.append(endpoint_check(endpoint))

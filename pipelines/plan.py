@@ -17,6 +17,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from rewardmill.pipelines.config import cache_root as params_cache_root
 from rewardmill.pipelines.config import from_dict, load_section, read_params
 from rewardmill.pipelines.settings import stage_names
 from rewardmill.pipelines.stage import read_manifest
@@ -44,7 +45,7 @@ class Paths:
 
 def plan_paths(cache_root: str | None = None, **paths) -> Paths:
     """dvc.yaml's paths, caches under `cache_root` (default params `cache.root`), with `paths` overriding any."""
-    root = cache_root or (read_params().get("cache") or {}).get("root") or ".rewardmill/cache"
+    root = cache_root or params_cache_root(read_params())
     caches = {f"{kind}_cache": storage.join(root, folder) for kind, folder in CACHE_FOLDERS.items()}
     return Paths(**(caches | paths))
 

@@ -83,7 +83,8 @@ def release_problems(folder: Path, revision: str) -> list[str]:
     def git(*args: str) -> subprocess.CompletedProcess:
         return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True)
 
-    if git("rev-parse", "HEAD").returncode:
+    head = git("rev-parse", "HEAD")
+    if head.returncode:
         return [f"{root} has no git commit: a release is a commit with dvc.lock, tagged {revision}"]
     problems = []
     with Repo(str(root)) as repo:
@@ -97,7 +98,7 @@ def release_problems(folder: Path, revision: str) -> list[str]:
     tagged = git("rev-parse", "-q", "--verify", f"refs/tags/{revision}^{{commit}}").stdout.strip()
     if not tagged:
         problems.append(f"no git tag {revision}: `dvc push`, then `git tag -a {revision}` on the release commit")
-    elif tagged != git("rev-parse", "HEAD").stdout.strip():
+    elif tagged != head.stdout.strip():
         problems.append(f"git tag {revision} is not HEAD: `git checkout {revision}` and `dvc pull` first")
     return problems
 

@@ -8,7 +8,7 @@ does not load is returned as its ConfigError, so one mistake does not hide the o
 import importlib
 from typing import Any
 
-from rewardmill.pipelines.config import ConfigError, from_dict, read_params, to_plain
+from rewardmill.pipelines.config import ConfigError, cache_root, from_dict, read_params, to_plain
 
 # Shared sections every stage reads: name -> (module, dataclass); `cache` has no dataclass (one key).
 SHARED = {
@@ -55,15 +55,31 @@ def section_settings(params: dict[str, Any], section: str, where: tuple[str, str
     return to_plain(from_dict(dataclass_of(where), params[section] or {}, section))
 
 
+def entry_section(stage: str) -> tuple[str, str]:
+    """label@KEY -> ("labelers", KEY); steps@KEY -> ("steps", KEY): where a foreach stage's entry is in params."""
+    kind, _, key = stage.partition("@")
+    return ("labelers" if kind == "label" else "steps"), key
+
+
+def mappings(value: Any, where: str = ""):
+    """(where, mapping) for every mapping in a settings tree, `where` its params path (a.b[0].c)."""
+    if isinstance(value, dict):
+        yield where, value
+        for key, item in value.items():
+            yield from mappings(item, f"{where}.{key}" if where else str(key))
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            yield from mappings(item, f"{where}[{i}]")
+
+
 def entry_settings(params: dict[str, Any], stage: str) -> dict[str, Any]:
     """label@KEY: the entry with its labeler's Config resolved; steps@KEY: the entry with its StepsConfig."""
-    kind, _, key = stage.partition("@")
-    section = "labelers" if kind == "label" else "steps"
+    section, key = entry_section(stage)
     entries = params.get(section) or {}
     if key not in entries:
         raise ConfigError(f"params.yaml: '{section}.{key}' is missing")
     where = f"{section}.{key}"
-    if kind == "label":
+    if section == "labelers":
         from rewardmill.pipelines.label import LabelerParams
         from rewardmill.transforms.labelers import get_labeler_class
 
@@ -92,7 +108,7 @@ def all_settings(params: dict[str, Any] | None = None) -> dict[str, dict[str, An
     out: dict[str, dict[str, Any] | Exception] = {}
     for name, where in SHARED.items():
         out[name] = _settled(lambda name=name, where=where: section_settings(params, name, where))
-    out["cache"] = {"root": (params.get("cache") or {}).get("root") or ".rewardmill/cache"}
+    out["cache"] = {"root": cache_root(params)}
     for stage in stage_names(params):
         out[stage] = _settled(lambda stage=stage: stage_settings(params, stage))
     return out

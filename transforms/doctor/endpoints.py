@@ -6,6 +6,7 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
+from rewardmill.pipelines.settings import entry_section, mappings
 from rewardmill.transforms.doctor.report import FAIL, OK, WARN, Check
 from rewardmill.transforms.judges.openai_client import LOCAL_PLACEHOLDER_KEY, is_local
 
@@ -38,30 +39,25 @@ def endpoints_in(settings: dict[str, Any]) -> list[Endpoint]:
                 found.append(_endpoint(f"{where}.openai", openai, openai.get("model")))
     for stage, value in settings.items():
         if "@" in stage and isinstance(value, dict):
-            found += _walk(value.get("config") or {}, f"{_section(stage)}.config")
+            section, key = entry_section(stage)
+            found += _endpoints_under(value.get("config") or {}, f"{section}.{key}.config")
     unique = {}
     for endpoint in found:
         unique.setdefault((endpoint.base_url, endpoint.model, endpoint.api_key_env), endpoint)
     return list(unique.values())
 
 
-def _section(stage: str) -> str:
-    kind, _, key = stage.partition("@")
-    return f"{'labelers' if kind == 'label' else 'steps'}.{key}"
-
-
-def _walk(value: Any, where: str) -> list[Endpoint]:
-    if isinstance(value, list):
-        return [e for i, item in enumerate(value) for e in _walk(item, f"{where}[{i}]")]
-    if not isinstance(value, dict):
-        return []
-    if value.get("kind") == "openai" and value.get("base_url"):
-        return [_endpoint(where, value, value.get("model"))]
-    if value.get("backend") == "endpoint" and (value.get("endpoint") or {}).get("base_url"):
-        endpoint = value["endpoint"]
-        served = {**endpoint, "base_url": endpoint["base_url"].rstrip("/") + "/v1"}
-        return [_endpoint(f"{where}.endpoint", served, endpoint.get("model") or value.get("model"))]
-    return [e for key, item in value.items() for e in _walk(item, f"{where}.{key}")]
+def _endpoints_under(config: dict, where: str) -> list[Endpoint]:
+    """Judge backend blocks `{kind: openai, base_url, ...}` and reward-model `endpoint:` blocks, at any depth."""
+    found = []
+    for path, block in mappings(config, where):
+        if block.get("kind") == "openai" and block.get("base_url"):
+            found.append(_endpoint(path, block, block.get("model")))
+        elif block.get("backend") == "endpoint" and (block.get("endpoint") or {}).get("base_url"):
+            endpoint = block["endpoint"]
+            served = {**endpoint, "base_url": endpoint["base_url"].rstrip("/") + "/v1"}
+            found.append(_endpoint(f"{path}.endpoint", served, endpoint.get("model") or block.get("model")))
+    return found
 
 
 def _endpoint(where: str, block: dict, model: str | None) -> Endpoint:

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from rewardmill.pipelines.config import ConfigError, from_dict, read_params
+from rewardmill.pipelines.config import ConfigError, cache_root, from_dict, read_params
 from rewardmill.pipelines.label import LabelerParams, resolve
 from rewardmill.transforms.io import storage
 from rewardmill.transforms.labelers.base import Label, as_labels
@@ -30,7 +30,6 @@ from rewardmill.transforms.labelers.cache import (
 
 # Columns the call itself provides; everything else a labeler reads must be a dataset column.
 PROVIDED = ("completion", "messages", "n_tokens")
-DEFAULT_CACHE_ROOT = ".rewardmill/cache"  # params `cache.root` when the file has none
 
 
 class MissingColumns(ValueError):
@@ -230,8 +229,8 @@ def from_params(
         raise ConfigError(f"params.yaml: {unknown} not under 'labelers'; known: {sorted(labelers)}")
     cache_dir = None
     if cache is True:
-        cache_root = (data.get("cache") or {}).get("root") or DEFAULT_CACHE_ROOT
-        cache_dir = storage.join(cache_root if storage.is_url(cache_root) else str(root / cache_root), "labels")
+        where = cache_root(data)
+        cache_dir = storage.join(where if storage.is_url(where) else str(root / where), "labels")
     elif cache:
         cache_dir = str(cache)
     return [

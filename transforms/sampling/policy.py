@@ -61,9 +61,15 @@ def resolve_source(source: str) -> tuple[str, str | None]:
         if not (path / "config.json").exists():
             raise FileNotFoundError(f"{source}: not an HF model folder (no config.json)")
         return str(path), None
-    if source.startswith((".", "/")) or source.count("/") != 1:
+    if not is_hub_id(source):
         raise FileNotFoundError(f"{source}: no such local model folder, and not a hub id of the form org/name")
     return source, None  # hub id: transformers downloads it only when the user has network
+
+
+def is_hub_id(name: str) -> bool:
+    """`name` reads as a hub id (org/name) and names nothing on local disk: no file, folder or GGUF path."""
+    is_path = name.startswith((".", "/")) or name.endswith(".gguf") or Path(name).exists()
+    return name.count("/") == 1 and not is_path
 
 
 def fingerprint(directory: str | Path) -> str:

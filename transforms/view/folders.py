@@ -11,20 +11,22 @@ Ids are hashes, so the first rows in id order are a fixed pseudo-random sample: 
 same rows, whatever its shards.
 """
 
-import json
 from pathlib import Path
 
 import polars as pl
 import pyarrow.parquet as pq
 import yaml
 
+from rewardmill.pipelines.stage import MANIFEST, REJECTS_DIR, read_manifest
 from rewardmill.schemas import LABEL_V1
+from rewardmill.schemas.common import schema_id
+from rewardmill.transforms.export.hub_layout import DATA_DIR
 from rewardmill.transforms.validation.folders import REWARDS, subfolders
 from rewardmill.transforms.view.model import KINDS, ConfigRows, RejectSummary, Source, kind_of
 from rewardmill.transforms.view.rejects import summarize_rejects
 
 DATASETS, EXPORT = "datasets", "export"
-MANIFEST, REJECTS_DIR, README, DATA_DIR = "_manifest.json", "_rejects", "README.md", "data"
+README = "README.md"  # the export's dataset card
 # The columns that identify a row of each kind (unique together): rows are embedded in this order.
 ID_COLUMNS = {"pair": ("pair_id",), "prm": ("labeler", "rollout_id"), "rl": ("prompt_id",), "sft": ("rollout_id",)}
 ROLLOUT_COLUMNS = {"pair": ("chosen_rollout_id", "rejected_rollout_id"), "sft": ("rollout_id",)}  # their labels
@@ -53,7 +55,7 @@ def folder_kind(folder: str | Path) -> str:
 
 def manifest_schema(folder: Path) -> str:
     """The schema id a stage output folder's manifest records ("unversioned" when it records none)."""
-    return json.loads((folder / MANIFEST).read_text()).get("schema") or "unversioned"
+    return read_manifest(folder).get("schema") or "unversioned"
 
 
 def default_labels(datasets: str | Path) -> Path:
@@ -182,9 +184,7 @@ def read_export(folder: str | Path, max_rows: int) -> Source:
         files = sorted(sub.glob("*.parquet"))
         if not files:
             continue
-        metadata = pq.read_schema(files[0]).metadata or {}
-        schema = metadata.get(b"rewardmill.schema", b"unversioned").decode()
-        configs.append(read_config(sub.name, schema, sub, max_rows))
+        configs.append(read_config(sub.name, schema_id(pq.read_schema(files[0])), sub, max_rows))
     if not configs:
         raise FileNotFoundError(f"{root / DATA_DIR}: no config folders with Parquet shards; run `dvc repro export`")
     return Source(
