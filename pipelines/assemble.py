@@ -8,9 +8,9 @@ prm/: TRL stepwise (PRM_V1) rows from the step labels of every steps labeler in 
   (steps labeler, rollout); written only when `steps` names at least one labeler.
 Each folder has `_rejects/` (every prompt, pair or rollout an output does not use, with a reason) and a manifest.
 
-How it scales: prompt-level filters (duplicates, contamination) run once over all prompt texts; everything else runs
-per bucket of whole prompts on Arrow tables with polars (transforms/aggregate), so Beam moves a few tables per bucket,
-not a Python dict per row, and buckets spread over workers on a distributed runner.
+How it scales: prompt-level filters (duplicates, contamination) run once over all prompt texts, beside the reading of
+the shards; everything else runs per bucket of whole prompts on polars frames (transforms/aggregate), so Beam moves a
+few file paths per bucket, not a Python dict per row, and buckets spread over workers on a distributed runner.
 """
 
 import argparse
@@ -19,6 +19,7 @@ import logging
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import apache_beam as beam
@@ -71,20 +72,18 @@ from rewardmill.transforms.aggregate.rl import RlConfig
 from rewardmill.transforms.aggregate.sft import SftConfig
 from rewardmill.transforms.filters.contamination import load_benchmarks
 from rewardmill.transforms.io import storage
-from rewardmill.transforms.io.frames import frame_to_table
+from rewardmill.transforms.io.frames import empty_frame, load_frame, read_frame, spill_frame
 from rewardmill.transforms.io.json_file import WriteJson, pop_json
 from rewardmill.transforms.io.parquet import ReadStageOutput, WriteSortedParquet, list_shards, read_table
 from rewardmill.transforms.io.tables import (
     ReadStageTables,
     TableSink,
     WriteTables,
-    load_table,
-    read_columns,
+    retain_freed_memory,
     shard_parts,
-    spill_table,
     stage_shards,
 )
-from rewardmill.transforms.io.threads import ThreadedDoFn
+from rewardmill.transforms.io.threads import ThreadedDoFn, concurrently
 from rewardmill.transforms.pairing.balance import balance_pairs_output
 from rewardmill.transforms.pairing.strategies import PairsConfig
 from rewardmill.transforms.steps.prm_rows import build_prm_row
@@ -131,11 +130,11 @@ class AssembleConfig:
         return CoreConfig(self.aggregate, self.filters.rollouts(), self.pairs, self.rl, self.sft)
 
 
-def prompt_parts(table: pa.Table, buckets: int, spill_dir: str) -> Iterable[tuple[int, tuple[str, str]]]:
-    """A rollouts table -> (bucket, ("prompts", path of the PROMPT_COLUMNS of its prompts in that bucket, once
-    each)): the prompt columns cross the shuffle once per prompt, not once per sample."""
-    prompts = pl.from_arrow(table.select(list(PROMPT_COLUMNS))).unique("prompt_id", keep="first", maintain_order=True)
-    yield from split_by_bucket(frame_to_table(prompts), "prompts", buckets, spill_dir)
+def prompt_parts(rollouts: pl.DataFrame, buckets: int, spill_dir: str) -> Iterable[tuple[int, tuple[str, str]]]:
+    """Rollouts -> (bucket, ("prompts", path of the PROMPT_COLUMNS of its prompts in that bucket, once each)): the
+    prompt columns cross the shuffle once per prompt, not once per sample."""
+    first = rollouts.select(PROMPT_COLUMNS).filter(pl.col("prompt_id").is_first_distinct())  # gathers kept rows only
+    yield from split_by_bucket(first, "prompts", buckets, spill_dir)
 
 
 class BucketShard(beam.DoFn):
@@ -153,38 +152,64 @@ class BucketShard(beam.DoFn):
 
     def process(self, path: str):
         if self.kind == "labels":
-            table = read_columns(path, LABEL_V1, [*LABEL_COLUMNS, "prompt_id"])
-            yield from split_by_bucket(table, "labels", self.buckets, f"{self.spill_dir}/labels")
+            labels = read_frame(path, LABEL_V1, [*LABEL_COLUMNS, "prompt_id"])
+            yield from split_by_bucket(labels, "labels", self.buckets, f"{self.spill_dir}/labels")
             return
-        table = read_columns(path, ROLLOUT_V2, list(ROLLOUT_COLUMNS))
-        yield from prompt_parts(table, self.buckets, f"{self.spill_dir}/prompts")
-        samples = table.select(list(SAMPLE_COLUMNS))
+        rollouts = read_frame(path, ROLLOUT_V2, ROLLOUT_COLUMNS)
+        yield from prompt_parts(rollouts, self.buckets, f"{self.spill_dir}/prompts")
+        samples = rollouts.select(SAMPLE_COLUMNS)
         yield from split_by_bucket(samples, "rollouts", self.buckets, f"{self.spill_dir}/rollouts")
 
 
-class ComputeFlags(beam.DoFn):
-    """[paths of prompt tables (PROMPT_COLUMNS), from every bucket] -> (bucket, ("flags", {prompt_id: (reason,
-    detail)})) for each bucket holding a flagged prompt. Near-duplicates need every prompt's text, so the flags are
-    found in one place over the prompt texts only; each bucket then gets its own prompts' flags through the bucket
-    shuffle (a keyed join), not all of them as a side input."""
+def flags_by_bucket(rollout_shards: list[str], cfg: FiltersConfig, buckets: int) -> dict[int, dict[str, tuple]]:
+    """The prompt-level filters over the prompts of every rollouts shard -> bucket -> {prompt_id: (reason, detail)}
+    for its flagged prompts. Near-duplicates need every prompt's text, so the flags are found in one place, from
+    the shards' prompt columns only; each bucket then gets its own prompts' flags through the bucket shuffle (a
+    keyed join), not all of them as a side input."""
+    prompts = pl.concat([read_frame(path, ROLLOUT_V2, ["prompt_id", "messages"]) for path in rollout_shards])
+    texts = prompts.filter(pl.col("prompt_id").is_first_distinct()).select(
+        "prompt_id", text=user_text(pl.col("messages"))
+    )
+    flags = prompt_flags(zip(texts["prompt_id"].to_list(), texts["text"].to_list(), strict=True), cfg)
+    if not flags:
+        return {}
+    ids = with_bucket(pl.DataFrame({"prompt_id": list(flags)}, schema={"prompt_id": pl.String}), buckets)
+    return {
+        int(bucket): {prompt_id: flags[prompt_id] for prompt_id in part["prompt_id"].to_list()}
+        for (bucket,), part in ids.partition_by("_bucket", as_dict=True).items()
+    }
 
-    def __init__(self, cfg: FiltersConfig, buckets: int):
-        self.cfg = cfg
+
+class BucketInputs(ThreadedDoFn):
+    """(kind, value) -> the tagged parts of every bucket, two inputs at a time (pyarrow and polars release the GIL):
+
+    - ("rollouts" or "labels", path of a shard): BucketShard's parts of it;
+    - (FLAGS, paths of every rollouts shard): (bucket, (FLAGS, its prompts' flags)) for each bucket holding a flagged
+      prompt (flags_by_bucket). Reading the prompt columns itself, it runs beside the shards, not after them.
+    """
+
+    def __init__(self, filters: FiltersConfig, buckets: int, spill_dir: str):
+        super().__init__(threads=2)
+        self.filters = filters
         self.buckets = buckets
+        self.spill_dir = spill_dir
 
-    def process(self, paths: list[str]):
-        if not paths:  # no rollouts: no prompt to flag
+    def work(self, element):
+        kind, value = element
+        if kind == FLAGS:
+            return kind, flags_by_bucket(value, self.filters, self.buckets)
+        return kind, list(BucketShard(kind, self.buckets, self.spill_dir).process(value))
+
+    def emit(self, result):
+        kind, value = result
+        if kind != FLAGS:
+            yield from value
             return
-        prompts = pl.from_arrow(pa.concat_tables([load_table(p).select(["prompt_id", "messages"]) for p in paths]))
-        texts = prompts.select("prompt_id", text=user_text(pl.col("messages")))
-        flags = prompt_flags(zip(texts["prompt_id"].to_list(), texts["text"].to_list(), strict=True), self.cfg)
-        for reason, n in Counter(r for r, _ in flags.values()).items():
+        reasons = Counter(reason for flags in value.values() for reason, _ in flags.values())
+        for reason, n in sorted(reasons.items()):
             beam.metrics.Metrics.counter(STAGE, f"prompts_{reason}").inc(n)
-        if not flags:
-            return
-        ids = with_bucket(pl.DataFrame({"prompt_id": list(flags)}), self.buckets)
-        for (bucket,), part in ids.partition_by("_bucket", as_dict=True).items():
-            yield int(bucket), (FLAGS, {prompt_id: flags[prompt_id] for prompt_id in part["prompt_id"].to_list()})
+        for bucket, flags in sorted(value.items()):
+            yield bucket, (FLAGS, flags)
 
 
 def with_bucket(frame: pl.DataFrame, buckets: int) -> pl.DataFrame:
@@ -192,14 +217,15 @@ def with_bucket(frame: pl.DataFrame, buckets: int) -> pl.DataFrame:
     return frame.with_columns(_bucket=(pl.col("prompt_id").hash(seed=0) % buckets).cast(pl.Int64))
 
 
-def split_by_bucket(table: pa.Table, tag: str, buckets: int, spill_dir: str) -> Iterable[tuple[int, tuple[str, str]]]:
-    """A table -> (bucket, (tag, path of the rows of that bucket, spilled under `spill_dir`)); a prompt's rows
-    always share a bucket. Only paths cross the bucket shuffle (see transforms/io/tables.spill_table)."""
-    if table.num_rows == 0:
+def split_by_bucket(
+    frame: pl.DataFrame, tag: str, buckets: int, spill_dir: str
+) -> Iterable[tuple[int, tuple[str, str]]]:
+    """A frame -> (bucket, (tag, path of the rows of that bucket, spilled under `spill_dir`)); a prompt's rows
+    always share a bucket. Only paths cross the bucket shuffle (see transforms/io/frames.spill_frame)."""
+    if frame.height == 0:
         return
-    frame = with_bucket(pl.from_arrow(table), buckets)
-    for (bucket,), part in frame.partition_by("_bucket", as_dict=True).items():
-        yield int(bucket), (tag, spill_table(frame_to_table(part.drop("_bucket")), spill_dir))
+    for (bucket,), part in with_bucket(frame, buckets).partition_by("_bucket", as_dict=True).items():
+        yield int(bucket), (tag, spill_frame(part.drop("_bucket"), spill_dir))
 
 
 class AssembleBucket(ThreadedDoFn):
@@ -216,13 +242,13 @@ class AssembleBucket(ThreadedDoFn):
 
     def work(self, element):
         _, tagged = element
-        parts: dict[str, list[pa.Table]] = {"rollouts": [], "prompts": [], "labels": []}
+        parts: dict[str, list[pl.DataFrame]] = {"rollouts": [], "prompts": [], "labels": []}
         flags: dict[str, tuple[str, str]] = {}
         for tag, value in tagged:  # in any order: the core's results do not depend on the order of rows
             if tag == FLAGS:
                 flags.update(value)
             else:
-                parts[tag].append(load_table(value))
+                parts[tag].append(load_frame(value))
         rollouts = concat(parts["rollouts"], ROLLOUT_V2, SAMPLE_COLUMNS)
         prompts = concat(parts["prompts"], ROLLOUT_V2, PROMPT_COLUMNS)
         labels = concat(parts["labels"], LABEL_V1, LABEL_COLUMNS)
@@ -239,9 +265,9 @@ class AssembleBucket(ThreadedDoFn):
         yield beam.pvalue.TaggedOutput(COUNTS, counts)
 
 
-def concat(tables: list[pa.Table], schema: pa.Schema, columns: tuple[str, ...]) -> pa.Table:
-    empty = pa.schema([schema.field(c) for c in columns]).empty_table()
-    return pa.concat_tables([t.select(list(columns)) for t in tables]) if tables else empty
+def concat(frames: list[pl.DataFrame], schema: pa.Schema, columns: tuple[str, ...]) -> pl.DataFrame:
+    """One frame of the parts, in one chunk (a join on a frame of several chunks took twice as long)."""
+    return pl.concat([f.select(columns) for f in frames], rechunk=True) if frames else empty_frame(schema, columns)
 
 
 def sum_counts(counts: Iterable[dict[str, int]]) -> dict[str, int]:
@@ -336,25 +362,15 @@ def build(
 ) -> None:
     """The pipeline; big tables cross its shuffles as files under `out_dir/_scratch/` (main() deletes it)."""
     scratch = storage.join(out_dir, SCRATCH)
-    rollout_parts = (
+    rollout_shards = stage_shards(rollouts_dir)
+    inputs = [(FLAGS, rollout_shards), *(("rollouts", path) for path in rollout_shards)]
+    inputs += [("labels", path) for directory in label_dirs for path in stage_shards(directory)]
+    parts = (
         p
-        | "Rollout shards" >> beam.Create(stage_shards(rollouts_dir))
-        | "Bucket rollouts" >> beam.ParDo(BucketShard("rollouts", cfg.buckets, scratch))
+        | "Input shards" >> beam.Create(inputs)
+        | "Bucket inputs" >> beam.ParDo(BucketInputs(cfg.filters, cfg.buckets, scratch))
     )
-    flags = (
-        rollout_parts
-        | "Prompt paths" >> beam.FlatMap(lambda part: [part[1][1]] if part[1][0] == "prompts" else [])
-        | "All prompts" >> beam.combiners.ToList()
-        | "Prompt filters" >> beam.ParDo(ComputeFlags(cfg.filters, cfg.buckets))
-    )
-    bucketed = [rollout_parts, flags]
-    for i, directory in enumerate(label_dirs):
-        bucketed.append(
-            p
-            | f"Label shards {i}" >> beam.Create(stage_shards(directory))
-            | f"Bucket labels {i}" >> beam.ParDo(BucketShard("labels", cfg.buckets, scratch))
-        )
-    buckets = tuple(bucketed) | "All buckets" >> beam.Flatten() | "Group buckets" >> beam.GroupByKey()
+    buckets = parts | "Group buckets" >> beam.GroupByKey()
     sinks = {}
     for name, (schema, key) in OUTPUTS.items():
         folder = storage.join(out_dir, name)
@@ -377,35 +393,42 @@ def build(
         )
 
 
+DISTINCT_IDS = {"_rewards": "rollout_id", "rl": "prompt_id", "sft": "prompt_id", "pairs": "pair_id"}  # output -> id
+
+
 def check_conservation(
     out: str, counts: dict[str, int], rollouts_dir: str, label_dirs: list[str], steps_dirs: list[str]
 ) -> None:
     """The buckets saw every rollout and label, and every output holds what they made: `_rewards` a row per
     rollout; `rl` and `sft` a row or a reject per prompt; `pairs` the pairs written; `prm` a row or a reject per
     (steps labeler, labeled rollout)."""
+    found = concurrently(  # the id reads are independent: two at a time
+        {
+            "prompts": partial(distinct_ids, rollouts_dir, ["prompt_id"]),
+            **{name: partial(distinct_ids, storage.join(out, name), [key]) for name, key in DISTINCT_IDS.items()},
+            **{f"{name}/_rejects": partial(reject_rows, storage.join(out, name)) for name in ("rl", "sft")},
+        }
+    )
     rollouts = count_rows(rollouts_dir)
     labels = sum(count_rows(d) for d in label_dirs)
-    prompts = distinct_ids(rollouts_dir, ["prompt_id"])
+    prompts = found["prompts"]
     reconcile(STAGE, inputs=rollouts, outputs=counts.get("rollouts", 0), rejects=0, unit="rollouts in the buckets")
     reconcile(STAGE, inputs=labels, outputs=counts.get("labels", 0), rejects=0, unit="labels in the buckets")
     reconcile(STAGE, inputs=prompts, outputs=counts.get("prompts", 0), rejects=0, unit="prompts in the buckets")
-    rewards = distinct_ids(storage.join(out, "_rewards"), ["rollout_id"])
-    reconcile(f"{STAGE} _rewards", inputs=rollouts, outputs=rewards, rejects=0, unit="rollouts")
+    reconcile(f"{STAGE} _rewards", inputs=rollouts, outputs=found["_rewards"], rejects=0, unit="rollouts")
     for name in ("rl", "sft"):
-        rows = distinct_ids(storage.join(out, name), ["prompt_id"])
         reconcile(
             f"{STAGE} {name}",
             inputs=prompts,
-            outputs=rows,
-            rejects=reject_rows(storage.join(out, name)),
+            outputs=found[name],
+            rejects=found[f"{name}/_rejects"],
             unit="prompts",
             allow_empty=True,
         )
-    pairs = distinct_ids(storage.join(out, "pairs"), ["pair_id"])
     reconcile(
         f"{STAGE} pairs",
         inputs=counts.get("pairs_written", 0),
-        outputs=pairs,
+        outputs=found["pairs"],
         rejects=0,
         unit="pairs",
         allow_empty=True,
@@ -442,6 +465,7 @@ def main(argv: list[str] | None = None) -> None:
     )
     args = absolute_args(parser.parse_args(argv), "rollouts", "labels", "steps", "out")
     setup_logging()
+    retain_freed_memory()
     beam_cfg = load_beam_config()
     cfg = load_section(AssembleConfig, STAGE)
     # Only the labelers in params count: DVC does not delete the outputs of a labeler removed from params.
@@ -464,7 +488,6 @@ def main(argv: list[str] | None = None) -> None:
         for name in [*OUTPUTS, *(["prm"] if steps_dirs else [])]:
             storage.make_folder(storage.join(tmp, name))
         run_pipeline(lambda p: build(p, cfg, args.rollouts, label_dirs, tmp, steps_dirs), beam_cfg)
-        storage.remove_tree(storage.join(tmp, SCRATCH))
         counts = pop_json(storage.join(tmp, COUNTS_FILE))
         if counts is None:
             raise ConservationError(f"{STAGE}: the runner did not run the buckets' counts; nothing was written")
@@ -475,7 +498,12 @@ def main(argv: list[str] | None = None) -> None:
             if moved:
                 counts["pairs_dropped"] = counts.get("pairs_dropped", 0) + moved
                 counts["pairs_written"] = counts.get("pairs_written", 0) - moved
-        check_conservation(tmp, counts, args.rollouts, label_dirs, steps_dirs)
+        concurrently(  # the scratch (a GiB on a million rollouts) goes while the outputs are counted
+            {
+                "scratch": partial(storage.remove_tree, storage.join(tmp, SCRATCH)),
+                "conservation": partial(check_conservation, tmp, counts, args.rollouts, label_dirs, steps_dirs),
+            }
+        )
         inputs = {"rollouts": args.rollouts, **{f"labels/{n}": d for n, d in zip(names, label_dirs, strict=True)}}
         common = {
             "labelers": names,
@@ -483,17 +511,23 @@ def main(argv: list[str] | None = None) -> None:
             "labeler_versions": labeler_versions(storage.join(tmp, "_rewards")),
             "counts": counts,
         }
-        manifests = {}
-        for name, (schema, _) in OUTPUTS.items():
-            extra = (
-                {**common, "pair_types": value_counts(storage.join(tmp, name), "pair_type")}
-                if name == "pairs"
-                else common
-            )
-            manifests[name] = write_manifest(
-                storage.join(tmp, name), stage=STAGE, schema=schema, config=cfg, inputs=inputs, extra=extra
-            )
-            log.info("%s: %s: %d rows, rejects %s", STAGE, name, manifests[name]["rows"], manifests[name]["rejects"])
+        pair_types = {"pair_types": value_counts(storage.join(tmp, "pairs"), "pair_type")}
+        manifests = concurrently(  # each hashes the inputs (hashlib releases the GIL): two at a time
+            {
+                name: partial(
+                    write_manifest,
+                    storage.join(tmp, name),
+                    stage=STAGE,
+                    schema=schema,
+                    config=cfg,
+                    inputs=inputs,
+                    extra={**common, **pair_types} if name == "pairs" else common,
+                )
+                for name, (schema, _) in OUTPUTS.items()
+            }
+        )
+        for name, manifest in manifests.items():
+            log.info("%s: %s: %d rows, rejects %s", STAGE, name, manifest["rows"], manifest["rejects"])
         if steps_dirs:
             methods = {
                 n: ((read_params().get("steps") or {}).get(n) or {}).get("config", {}).get("method")
@@ -529,7 +563,8 @@ def labeler_versions(rewards_dir: str) -> dict[str, list[str]]:
 def value_counts(directory: str, column: str) -> dict[str, int]:
     counts: Counter[str] = Counter()
     for path in list_shards(directory):
-        counts.update(read_table(path, columns=[column]).column(column).to_pylist())
+        for item in pc.value_counts(read_table(path, columns=[column]).column(column)).to_pylist():
+            counts[item["values"]] += item["counts"]
     return dict(sorted(counts.items()))
 
 

@@ -2,6 +2,7 @@
 
 import hashlib
 import json
+import pickle
 
 import pytest
 
@@ -203,3 +204,16 @@ def test_outputs_do_not_depend_on_buckets_even_with_length_balance(project, para
         assert counts["pairs_written"] == len(pairs)
     assert digests[0] == digests[1] == digests[2]
     assert dropped[0] > 0  # the data needed balancing, so the test means something
+
+
+def test_the_bucket_steps_pickle(tmp_path):
+    """Everything shipped to workers pickles: the step that reads the shards (and finds the prompt flags beside them)
+    and the step that assembles a bucket."""
+    cfg = assemble.AssembleConfig()
+    steps = [
+        assemble.BucketInputs(cfg.filters, cfg.buckets, str(tmp_path)),
+        assemble.AssembleBucket(cfg.core(), {}, str(tmp_path)),
+    ]
+    for step in steps:
+        again = pickle.loads(pickle.dumps(step))
+        assert type(again) is type(step) and again.__dict__.keys() == step.__dict__.keys()

@@ -12,6 +12,7 @@ import polars as pl
 import pyarrow as pa
 
 from rewardmill.schemas import REJECT_V1, REWARD_V1
+from rewardmill.transforms.aggregate.prompts import PROMPT_COLUMNS, prompt_columns
 from rewardmill.transforms.aggregate.reward import LABEL_COLUMNS, AggregateConfig, score_rollouts
 from rewardmill.transforms.aggregate.rl import RlConfig, build_rl_rows
 from rewardmill.transforms.aggregate.sft import SftConfig, build_sft_rows
@@ -24,7 +25,6 @@ STAGE = "assemble"
 # The columns of the rollouts the core reads: its own (SAMPLE_COLUMNS) and the prompt's (PROMPT_COLUMNS), which a
 # rollouts table repeats on each of a prompt's samples.
 SAMPLE_COLUMNS = ("rollout_id", "prompt_id", "task", "split", "completion", "n_tokens", "finish_reason", "policy")
-PROMPT_COLUMNS = ("prompt_id", "messages", "reference", "tests", "constraints")
 ROLLOUT_COLUMNS = (*SAMPLE_COLUMNS, *PROMPT_COLUMNS[1:])
 
 
@@ -44,6 +44,15 @@ class BucketResult:
     counts: dict[str, int]  # additive counts: summed over buckets into the manifests
 
 
+def as_frame(data: pa.Table | pl.DataFrame, columns: tuple[str, ...]) -> pl.DataFrame:
+    """`columns` of a table or frame, as a frame."""
+    if isinstance(data, pl.DataFrame):
+        return data.select(columns)
+    frame = pl.from_arrow(data.select(list(columns)))
+    assert isinstance(frame, pl.DataFrame)
+    return frame
+
+
 def reject_table(frame: pl.DataFrame) -> pa.Table:
     """(row_id, reason, detail[, payload JSON]) -> REJECT_V1 rows of this stage."""
     payload = pl.col("payload") if "payload" in frame.columns else pl.lit(None, dtype=pl.String)
@@ -52,27 +61,22 @@ def reject_table(frame: pl.DataFrame) -> pa.Table:
 
 
 def assemble_bucket(
-    rollouts: pa.Table,
-    labels: pa.Table,
+    rollouts: pa.Table | pl.DataFrame,
+    labels: pa.Table | pl.DataFrame,
     flags: dict[str, tuple[str, str]],
     cfg: CoreConfig,
-    prompts: pa.Table | None = None,
+    prompts: pa.Table | pl.DataFrame | None = None,
 ) -> BucketResult:
     """Rollouts (ROLLOUT_COLUMNS; or SAMPLE_COLUMNS with the prompts' PROMPT_COLUMNS in `prompts`, once or more per
-    prompt) and their labels -> every output. Scoring and pairing never touch the prompt columns; they are joined
-    back for the rows that carry them."""
-    if prompts is None:
-        prompts = rollouts.select(list(PROMPT_COLUMNS))
-    ro = pl.from_arrow(rollouts.select(list(SAMPLE_COLUMNS)))
-    assert isinstance(ro, pl.DataFrame)
-    ro = ro.with_columns(policy=pl.col("policy").struct.field("name"))  # a candidate pool's member
-    lab = pl.from_arrow(labels.select(list(LABEL_COLUMNS)))
-    prompt_rows = pl.from_arrow(prompts.select(list(PROMPT_COLUMNS)))
-    assert isinstance(lab, pl.DataFrame) and isinstance(prompt_rows, pl.DataFrame)
+    prompt) and their labels, as Arrow tables or polars frames -> every output. Scoring and pairing never touch the
+    prompt columns; they are joined back for the rows that carry them."""
+    ro = as_frame(rollouts, SAMPLE_COLUMNS).with_columns(policy=pl.col("policy").struct.field("name"))  # pool member
+    lab = as_frame(labels, LABEL_COLUMNS)
     # a prompt's columns are equal on all its rows (its id is a hash of its messages): any copy will do
-    prompt_rows = prompt_rows.unique("prompt_id", keep="any")
-    present = set(ro["prompt_id"].unique().to_list())
-    flags = {p: f for p, f in flags.items() if p in present}  # callers may pass flags of other buckets too
+    prompt_rows = prompt_columns(as_frame(prompts if prompts is not None else rollouts, PROMPT_COLUMNS), None)
+    if flags:  # callers may pass flags of other buckets too
+        present = set(ro["prompt_id"].unique().to_list())
+        flags = {p: f for p, f in flags.items() if p in present}
 
     orphans = lab.join(ro.select("rollout_id"), on="rollout_id", how="anti").select(
         row_id=pl.col("rollout_id") + "/" + pl.col("labeler") + "/" + pl.col("aspect"),
@@ -80,25 +84,22 @@ def assemble_bucket(
         detail=pl.lit("label from ") + pl.col("labeler") + pl.lit(" has no rollout"),
     )
     scored = with_status(score_rollouts(ro, lab, cfg.aggregate), flags, cfg.rollouts)
-    kept = scored.filter(pl.col("status") == KEPT)
-    with_prompt = scored.join(prompt_rows, on="prompt_id", how="left", maintain_order="left")  # for the row builders
-    prompts = (
-        scored.select("prompt_id").unique().sort("prompt_id").join(flags_frame(flags), on="prompt_id", how="left")
-    )
-
     # Pairs come from one prompt's rollouts of one policy (or of all, with cross_policy): the strategies see each
-    # such group as a prompt, and the picked pairs get their prompt id back.
-    group_of = scored.select("rollout_id", "prompt_id", group=pair_group(cfg.pairs.cross_policy))
-    groups = group_of.select("group", "prompt_id").unique().join(flags_frame(flags), on="prompt_id", how="left")
+    # such group as a prompt, and the picked pairs get their prompt id back. Groups are read off every rollout of a
+    # prompt, before any filter.
+    scored = scored.with_columns(_group=pair_group(cfg.pairs.cross_policy))
+    kept = scored.filter(pl.col("status") == KEPT)
+
+    groups = scored.select("_group", "prompt_id").unique().join(flags_frame(flags), on="prompt_id", how="left")
     picked, no_pair, repeated = choose_pairs(
-        kept.join(group_of.select("rollout_id", "group"), on="rollout_id").with_columns(prompt_id="group"),
-        groups.drop("prompt_id").rename({"group": "prompt_id"}).sort("prompt_id"),
+        kept.with_columns(prompt_id="_group"),
+        groups.drop("prompt_id").rename({"_group": "prompt_id"}).sort("prompt_id"),
         cfg.pairs,
     )
     picked = picked.with_columns(prompt_id=group_prompt(pl.col("prompt_id")))
-    pairs, dropped = build_pair_rows(picked, with_prompt, cfg.pairs)
-    sft, sft_rejects = build_sft_rows(with_prompt, cfg.sft)
-    rl = build_rl_rows(with_prompt, set(flags), cfg.rl)
+    pairs, dropped = build_pair_rows(picked, scored, cfg.pairs, prompt_rows)
+    sft, sft_rejects = build_sft_rows(scored, cfg.sft, prompt_rows)
+    rl = build_rl_rows(scored, set(flags), cfg.rl, prompt_rows)
     rl_rejects = flags_frame(flags).select(row_id="prompt_id", reason="flag_reason", detail="flag_detail")
     rewards = frame_to_table(scored.select(REWARD_V1.names), REWARD_V1)
     not_kept = scored.filter(pl.col("status") != KEPT).select(
@@ -107,7 +108,7 @@ def assemble_bucket(
     counts = {
         "rollouts": ro.height,
         "labels": lab.height,
-        "prompts": prompts.height,
+        "prompts": scored["prompt_id"].n_unique(),
         "rollouts_kept": kept.height,
         "pairs_candidates": picked.height + repeated,
         "pairs_repeated": repeated,  # chosen again by a later strategy: kept once, as the first strategy's

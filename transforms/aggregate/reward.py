@@ -79,16 +79,24 @@ def weight_expr(cfg: AggregateConfig) -> pl.Expr:
 def score_rollouts(rollouts: pl.DataFrame, labels: pl.DataFrame, cfg: AggregateConfig) -> pl.DataFrame:
     """rollouts + their labels -> rollouts with the aggregate columns (see the module docstring); labels whose
     rollout is missing are ignored here (the caller rejects them)."""
-    # One sort up front: every group below then sees its labels in (name, source) order (group_by with
-    # maintain_order keeps row order inside groups), so float sums have a fixed order and the bits never depend on
-    # how rows arrived. One global sort costs a fraction of sorting inside every group.
+    # Integer keys: a label's rollout is `_row` (its row in `rollouts`), its name and source are their ranks among
+    # the few distinct ones, so the sort, the groups and the joins below compare integers, not strings.
+    rows = rollouts.select("rollout_id").with_row_index("_row")
     labels = (
         labels.select(LABEL_COLUMNS)
+        .join(rows, on="rollout_id", how="inner")  # a label without a rollout counts nowhere here
         .with_columns(
             name=pl.col("labeler") + "/" + pl.col("aspect"), source=pl.col("labeler") + "@" + pl.col("labeler_version")
         )
-        .sort("rollout_id", "name", "source")
     )
+    source_list = sorted(labels["source"].unique().to_list())
+    # One sort up front: every group below then sees its labels in (name, source) order (group_by with
+    # maintain_order keeps row order inside groups), so float sums have a fixed order and the bits never depend on
+    # how rows arrived. One global sort costs a fraction of sorting inside every group.
+    labels = labels.with_columns(
+        _name=rank_of(pl.col("name"), sorted(labels["name"].unique().to_list())),
+        _source=rank_of(pl.col("source"), source_list),
+    ).sort("_row", "_name", "_source", maintain_order=True)
     deciders = [*sorted(cfg.overrides), *cfg.gates]  # overrides first (by name), then the gates in params order
     gate_rank = {g: i for i, g in enumerate(deciders)}
     is_gate = pl.col("labeler").is_in(list(cfg.gates))
@@ -104,8 +112,9 @@ def score_rollouts(rollouts: pl.DataFrame, labels: pl.DataFrame, cfg: AggregateC
             & (pl.col("confidence") >= min_confidence)
         )
         .with_columns(rank=pl.col("labeler").replace_strict(gate_rank, return_dtype=pl.Int32))
-        .sort("rollout_id", "rank", "aspect")  # the first decider (overrides, then gates in order), then aspect
-        .group_by("rollout_id", maintain_order=True)
+        # the first decider (overrides, then gates in order), then aspect (a decider's names differ by aspect only)
+        .sort("_row", "rank", "_name", maintain_order=True)
+        .group_by("_row", maintain_order=True)
         .agg(
             correct=(pl.col("verdict").first() == "correct"),
             verified_by=pl.col("labeler").first(),
@@ -117,7 +126,7 @@ def score_rollouts(rollouts: pl.DataFrame, labels: pl.DataFrame, cfg: AggregateC
         labels.filter(~is_gate & pl.col("score").is_not_null())
         .with_columns(weight=weight_expr(cfg))
         .filter(pl.col("weight") > 0)
-        .group_by("rollout_id", maintain_order=True)
+        .group_by("_row", maintain_order=True)
         .agg(
             model_score=(pl.col("score") * pl.col("weight")).sum() / pl.col("weight").sum(),
             model_confidence=(pl.col("confidence") * pl.col("weight")).sum() / pl.col("weight").sum(),
@@ -127,16 +136,10 @@ def score_rollouts(rollouts: pl.DataFrame, labels: pl.DataFrame, cfg: AggregateC
         )
     )
 
-    vector = labels.group_by("rollout_id", maintain_order=True).agg(
+    vector = labels.group_by("_row", maintain_order=True).agg(
         scores=pl.struct(name=pl.col("name"), score=pl.col("score"))
     )
-    sources = (
-        labels.select("rollout_id", "source")
-        .unique()
-        .sort("rollout_id", "source")
-        .group_by("rollout_id", maintain_order=True)
-        .agg(label_sources=pl.col("source"))
-    )
+    sources = label_sources(labels, source_list)
 
     w = cfg.rank_weight
     correct = pl.col("correct").cast(pl.Float64)
@@ -151,10 +154,10 @@ def score_rollouts(rollouts: pl.DataFrame, labels: pl.DataFrame, cfg: AggregateC
         .otherwise(None)
     )
     out = (
-        rollouts.join(gate, on="rollout_id", how="left")
-        .join(model, on="rollout_id", how="left")
-        .join(vector, on="rollout_id", how="left")
-        .join(sources, on="rollout_id", how="left")
+        rollouts.with_row_index("_row")
+        .join(gate, on="_row", how="left", maintain_order="left")
+        .join(model, on="_row", how="left", maintain_order="left")
+        .join(vector.join(sources, on="_row", how="left"), on="_row", how="left", maintain_order="left")
         .with_columns(
             reward=pl.when(pl.col("correct").is_not_null())
             .then((1.0 - w) * correct + w * pl.coalesce(pl.col("model_score"), correct))
@@ -170,6 +173,33 @@ def score_rollouts(rollouts: pl.DataFrame, labels: pl.DataFrame, cfg: AggregateC
             scores=pl.col("scores").fill_null(pl.lit([], dtype=SCORES_DTYPE)),
             label_sources=pl.col("label_sources").fill_null(pl.lit([], dtype=pl.List(pl.String))),
         )
-        .drop("gate_confidence", "model_confidence", "model_spread", "n_model", "model_yes")
+        .drop("_row", "gate_confidence", "model_confidence", "model_spread", "n_model", "model_yes")
     )
     return out
+
+
+def rank_of(column: pl.Expr, values: list[str]) -> pl.Expr:
+    """Each value's index in `values` (sorted, holding every value of the column), as UInt32."""
+    return column.cast(pl.Enum(values)).to_physical().cast(pl.UInt32)
+
+
+def label_sources(labels: pl.DataFrame, sources: list[str]) -> pl.DataFrame:
+    """_row -> label_sources: the distinct `source`s of its labels, sorted. `labels` carry `_source`, the rank of
+    their source in `sources` (sorted)."""
+    if len(sources) > 63:  # more than a bit set holds: distinct pairs, sorted
+        return (
+            labels.select("_row", "source")
+            .unique()
+            .sort("_row", "source")
+            .group_by("_row", maintain_order=True)
+            .agg(label_sources=pl.col("source"))
+        )
+    # A rollout's sources as the set bits of one integer, and each distinct set turned into its list once: a group
+    # of a few labels costs an OR, not a unique and a sort of strings.
+    bits = labels.group_by("_row").agg(_bits=pl.lit(2, dtype=pl.UInt64).pow(pl.col("_source")).bitwise_or())
+    sets = bits.select(pl.col("_bits").unique())["_bits"].to_list()
+    lists = pl.DataFrame(
+        {"_bits": sets, "label_sources": [[s for i, s in enumerate(sources) if bits_ >> i & 1] for bits_ in sets]},
+        schema={"_bits": pl.UInt64, "label_sources": pl.List(pl.String)},
+    )
+    return bits.join(lists, on="_bits", how="left").drop("_bits")

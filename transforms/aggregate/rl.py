@@ -1,9 +1,10 @@
 """RL prompts: pass rate over the policy's own samples, a difficulty bucket, and flags for 0/k and k/k prompts.
 
-In: scored rollouts with `status` (status.with_status) plus the prompt columns they carry (messages, task,
-reference, tests, constraints, split). Out: an RL_V1 table, one row per prompt that no prompt-level filter flagged.
-Every rollout of the prompt counts (a low-confidence or truncated sample is still a sample of its difficulty); only a
-rule verifier's verdict counts as a pass, so `pass_rate` is null when no gate decided any sample.
+In: scored rollouts with `status` (status.with_status; their task and split), and the prompts' own columns
+(aggregate/prompts.py: messages, reference, tests, constraints). Out: an RL_V1 table, one row per prompt that no
+prompt-level filter flagged. Every rollout of the prompt counts (a low-confidence or truncated sample is still a sample
+of its difficulty); only a rule verifier's verdict counts as a pass, so `pass_rate` is null when no gate decided any
+sample.
 """
 
 from dataclasses import dataclass
@@ -12,6 +13,7 @@ import polars as pl
 import pyarrow as pa
 
 from rewardmill.schemas import RL_V1
+from rewardmill.transforms.aggregate.prompts import prompt_columns
 from rewardmill.transforms.io.frames import frame_to_table
 
 
@@ -27,22 +29,24 @@ class RlConfig:
             raise ValueError(f"need 0 < hard < easy <= 1, got hard={self.hard} easy={self.easy}")
 
 
-def build_rl_rows(scored: pl.DataFrame, flagged: set[str], cfg: RlConfig) -> pa.Table:
+def build_rl_rows(
+    scored: pl.DataFrame, flagged: set[str], cfg: RlConfig, prompts: pl.DataFrame | None = None
+) -> pa.Table:
+    """`prompts`: the prompts' own columns (prompts.PROMPT_COLUMNS), joined to each prompt's row; None = `scored`
+    carries them."""
     grouped = (
         scored.filter(~pl.col("prompt_id").is_in(sorted(flagged)))
-        .group_by("prompt_id")  # the prompt columns are the same on every rollout of a prompt: first() is any
+        .group_by("prompt_id")  # the prompt's own columns are the same on every rollout of it: first() is any
         .agg(
-            prompt=pl.col("messages").first(),
             task=pl.col("task").first(),
-            reference=pl.col("reference").first(),
-            tests=pl.col("tests").first(),
-            constraints=pl.col("constraints").first(),
             n_samples=pl.len().cast(pl.Int32),
             n_verified=pl.col("correct").count().cast(pl.Int32),
             n_correct=pl.col("correct").sum().cast(pl.Int32),
             mean_reward=pl.col("reward").sort_by("rollout_id").mean(),  # a fixed summation order: same bits
             split=pl.col("split").first(),
         )
+        .join(prompt_columns(scored, prompts), on="prompt_id", how="left")
+        .rename({"messages": "prompt"})
     )
     rate = pl.col("n_correct") / pl.col("n_verified")
     difficulty = (

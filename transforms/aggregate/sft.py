@@ -1,7 +1,8 @@
 """SFT rows: the best kept rollouts of each prompt, for rejection-sampling fine-tuning.
 
-In: scored rollouts with `status` and their prompt columns. Out: an SFT_V1 table (prompt/completion conversational,
-what TRL's SFTTrainer loads) and one reject per prompt that gives no row, with the reason.
+In: scored rollouts with `status`, and their prompts' own columns (aggregate/prompts.py). Out: an SFT_V1 table
+(prompt/completion conversational, what TRL's SFTTrainer loads) and one reject per prompt that gives no row, with the
+reason.
 """
 
 from dataclasses import dataclass
@@ -10,6 +11,7 @@ import polars as pl
 import pyarrow as pa
 
 from rewardmill.schemas import SFT_V1
+from rewardmill.transforms.aggregate.prompts import prompt_columns
 from rewardmill.transforms.aggregate.status import KEPT
 from rewardmill.transforms.io.frames import frame_to_table
 
@@ -29,17 +31,26 @@ class SftConfig:
             raise ValueError(f"min_reward must be in [0, 1], got {self.min_reward}")
 
 
-def build_sft_rows(scored: pl.DataFrame, cfg: SftConfig) -> tuple[pa.Table, pl.DataFrame]:
-    """-> (SFT_V1 table, rejects: row_id = prompt_id, reason, detail)."""
-    kept = scored.filter(pl.col("status") == KEPT)
-    eligible = kept.filter(pl.col("reward") >= cfg.min_reward)
+def build_sft_rows(
+    scored: pl.DataFrame, cfg: SftConfig, prompts: pl.DataFrame | None = None
+) -> tuple[pa.Table, pl.DataFrame]:
+    """-> (SFT_V1 table, rejects: row_id = prompt_id, reason, detail). `prompts`: the prompts' own columns
+    (prompts.PROMPT_COLUMNS); None = `scored` carries them."""
+    eligible = (pl.col("status") == KEPT) & (pl.col("reward") >= cfg.min_reward)
     if cfg.require_correct:
-        eligible = eligible.filter(pl.col("correct").fill_null(False))
-    best = (
-        eligible.sort(["prompt_id", "reward", "rollout_id"], descending=[False, True, False])
+        eligible = eligible & pl.col("correct").fill_null(False)
+    # The choice on the ids and rewards alone; the rows' other columns are joined to the chosen ones.
+    ranked = (
+        scored.select("rollout_id", "prompt_id", "reward", eligible=eligible)
+        .filter("eligible")
+        .sort(["prompt_id", "reward", "rollout_id"], descending=[False, True, False])
         .group_by("prompt_id", maintain_order=True)
-        .head(cfg.per_prompt)
-        .with_columns(rank=pl.int_range(pl.len()).over("prompt_id").cast(pl.Int32))
+        .agg(pl.col("rollout_id").head(cfg.per_prompt))
+        .with_columns(rank=pl.int_ranges(pl.col("rollout_id").list.len(), dtype=pl.Int32))
+        .explode("rollout_id", "rank")
+    )
+    best = ranked.join(scored.drop("prompt_id"), on="rollout_id").join(
+        prompt_columns(scored, prompts).select("prompt_id", "messages"), on="prompt_id", how="left"
     )
     rows = best.select(
         "rollout_id",
@@ -55,11 +66,12 @@ def build_sft_rows(scored: pl.DataFrame, cfg: SftConfig) -> tuple[pa.Table, pl.D
         label_sources="label_sources",
         task="task",
         split="split",
-    ).sort("rollout_id")
+    )  # in no particular order: the writer sorts by rollout_id
     # Why a prompt has no row: when none of its rollouts is kept, their common status (a prompt flag such as
     # contaminated, or e.g. missing_score for all), else no_kept_rollout; otherwise the SFT conditions.
-    per_prompt = (
-        scored.sort("prompt_id", "rollout_id")
+    missing = (  # the prompts without a row
+        scored.join(ranked.select("prompt_id").unique(), on="prompt_id", how="anti")
+        .sort("prompt_id", "rollout_id")
         .group_by("prompt_id", maintain_order=True)
         .agg(
             n_kept=(pl.col("status") == KEPT).sum(),
@@ -70,7 +82,6 @@ def build_sft_rows(scored: pl.DataFrame, cfg: SftConfig) -> tuple[pa.Table, pl.D
             best=pl.col("reward").filter(pl.col("status") == KEPT).max(),
         )
     )
-    missing = per_prompt.join(best.select("prompt_id").unique(), on="prompt_id", how="anti")
     reason = (
         pl.when(pl.col("n_kept") == 0)
         .then(pl.when(pl.col("statuses") == 1).then(pl.col("first_status")).otherwise(pl.lit("no_kept_rollout")))

@@ -94,38 +94,40 @@ def near_duplicates(
     ids = [ids[i] for i in with_words.tolist()]
     words = words.take(pa.array(with_words)) if len(with_words) < len(words) else words
     hashes, offsets = ngram_hashes(words, shingle)
-    signatures = minhash_signatures((hashes >> np.uint64(32)).astype(np.uint32), offsets, num_perm)
+    # (num_perm, prompts): a band is a block of rows, contiguous; a prompt's signature is a column
+    by_permutation = minhash_signatures((hashes >> np.uint64(32)).astype(np.uint32), offsets, num_perm).T
     bands, width = lsh_bands(threshold, num_perm)
     # bucket label of every prompt in every band; a prompt alone in all its buckets can neither be nor have a
     # near duplicate, so only prompts sharing a bucket go through the (Python) greedy loop below
-    labels = np.empty((len(ids), bands), dtype=np.int64)
+    labels = np.empty((bands, len(ids)), dtype=np.int64)
     shared = np.zeros(len(ids), dtype=bool)
     for band in range(bands):
         _, inverse, counts = np.unique(
-            _band_hash(signatures[:, band * width : (band + 1) * width]), return_inverse=True, return_counts=True
+            _band_hash(by_permutation[band * width : (band + 1) * width]), return_inverse=True, return_counts=True
         )
-        labels[:, band] = inverse
+        labels[band] = inverse
         shared |= counts[inverse] > 1
-    row_labels_of = labels.tolist()
-    buckets: list[dict[int, list[int]]] = [{} for _ in range(bands)]  # label -> kept rows, in prompt_id order
+    # only the prompts that share a bucket leave numpy (most prompts do not): `shared` lists them in prompt_id order
+    shared = np.flatnonzero(shared)
+    signatures = np.ascontiguousarray(by_permutation[:, shared].T)
+    buckets: list[dict[int, list[int]]] = [{} for _ in range(bands)]  # label -> kept indices into `shared`, in order
     flags = {}
-    for row in np.flatnonzero(shared).tolist():
-        row_labels = row_labels_of[row]
+    for index, (row, row_labels) in enumerate(zip(shared.tolist(), labels[:, shared].T.tolist(), strict=True)):
         candidates: set[int] = set()
         for bucket, label in zip(buckets, row_labels, strict=True):
             candidates.update(bucket.get(label, ()))
         if candidates:
-            kept = sorted(candidates)  # rows follow prompt_id order, so argmax's first maximum is the smallest id
+            kept = sorted(candidates)  # indices follow prompt_id order, so argmax's first maximum is the smallest id
             # equal values / num_perm: the same float as MinHash.jaccard, for all candidates in one numpy call
-            equal = (signatures.take(kept, axis=0) == signatures[row]).sum(axis=1)
+            equal = (signatures.take(kept, axis=0) == signatures[index]).sum(axis=1)
             best = int(equal.argmax())
             estimate = float(equal[best]) / float(num_perm)
             if estimate >= threshold:
                 detail = f"MinHash Jaccard estimate {round(estimate, 3)} >= {threshold} with kept prompt"
-                flags[ids[row]] = Flag("near_duplicate_prompt", f"{detail} {ids[kept[best]]}")
+                flags[ids[row]] = Flag("near_duplicate_prompt", f"{detail} {ids[shared[kept[best]]]}")
                 continue
         for bucket, label in zip(buckets, row_labels, strict=True):
-            bucket.setdefault(label, []).append(row)
+            bucket.setdefault(label, []).append(index)
     return flags
 
 
@@ -147,7 +149,7 @@ def minhash_signatures(hashes: np.ndarray, offsets: np.ndarray, num_perm: int) -
     threads = max(1, min(os.cpu_count() or 1, num_perm // 16))  # sched_getaffinity does not exist on macOS
     with ThreadPoolExecutor(threads) as pool:
         list(pool.map(permute, [range(t, num_perm, threads) for t in range(threads)]))
-    return np.ascontiguousarray(by_permutation.T)
+    return by_permutation.T  # a view: near_duplicates reads it by permutation
 
 
 def lsh_bands(threshold: float, num_perm: int) -> tuple[int, int]:
@@ -179,10 +181,11 @@ def miss_probability(num_perm: int, bands: int, width: int, differing: int) -> f
 
 
 def _band_hash(values: np.ndarray) -> np.ndarray:
-    """(rows, width) uint32 -> one uint64 per row; a rare collision only adds a candidate that the estimate rejects."""
-    combined = np.zeros(len(values), dtype=np.uint64)
-    for column in values.T:
-        combined = combined * NGRAM_MULTIPLIER + column
+    """(width, prompts) uint32 -> one uint64 per prompt; a rare collision only adds a candidate that the estimate
+    rejects."""
+    combined = np.zeros(values.shape[1], dtype=np.uint64)
+    for row in values:
+        combined = combined * NGRAM_MULTIPLIER + row
     return fmix64(combined)
 
 

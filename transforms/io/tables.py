@@ -10,6 +10,7 @@ which cost assemble more than its own work; a scratch folder must be reachable b
 """
 
 import io
+import os
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -20,23 +21,47 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from apache_beam.io.filesystems import FileSystems
 
+from rewardmill.transforms.io import storage
 from rewardmill.transforms.io.parquet import list_shards, read_table, shard_name, stable_shard, write_table
 from rewardmill.transforms.io.threads import ThreadedDoFn
 
 
+def retain_freed_memory() -> None:
+    """Let pyarrow allocate from its jemalloc pool (where the build has one; else nothing changes). Its default pool,
+    mimalloc, hands freed memory back to the OS within milliseconds, so a stage that builds and drops hundreds of
+    MiB of tables pays the kernel to zero the same pages again and again: about a second of CPU on assemble's
+    million rollouts. Process-wide: call it once, from a stage's main()."""
+    try:
+        pool = pa.jemalloc_memory_pool()
+    except NotImplementedError:  # a build without jemalloc (Windows wheels)
+        return
+    pa.set_memory_pool(pool)
+
+
 def spill_table(table: pa.Table, directory: str) -> str:
-    """Write `table` as an Arrow IPC file under `directory` (a fresh unique name) and return its path."""
+    """Write `table` as an Arrow IPC file under `directory` (a fresh unique name) and return its path.
+
+    A local folder gets the file written in place (no copy in memory: a million-row part is hundreds of MiB); a
+    store (s3://, gs://) gets it as one object."""
+    path = FileSystems.join(directory, f"{uuid.uuid4().hex}.arrow")
+    if not storage.is_url(directory):
+        os.makedirs(directory, exist_ok=True)
+        with pa.OSFile(path, "wb") as fh, pa.ipc.new_file(fh, table.schema) as writer:
+            writer.write_table(table)
+        return path
     buffer = io.BytesIO()
     with pa.ipc.new_file(buffer, table.schema) as writer:
         writer.write_table(table)
-    path = FileSystems.join(directory, f"{uuid.uuid4().hex}.arrow")
     with FileSystems.create(path) as fh:
-        fh.write(buffer.getvalue())
+        fh.write(buffer.getbuffer())
     return path
 
 
 def load_table(path: str) -> pa.Table:
-    """A table written by `spill_table`."""
+    """A table written by `spill_table`. A local file is memory-mapped: its columns are read where they lie, not
+    copied (the scratch folder outlives every table loaded from it within a stage; an unlinked file stays mapped)."""
+    if not storage.is_url(path):
+        return pa.ipc.open_file(pa.memory_map(path)).read_all()
     with FileSystems.open(path) as fh:
         return pa.ipc.open_file(pa.py_buffer(fh.read())).read_all()
 
@@ -153,7 +178,8 @@ def joined_key(table: pa.Table, key_columns: tuple[str, ...], where: str) -> pa.
     key = columns[0] if len(columns) == 1 else pc.binary_join_element_wise(*columns, "\x00")
     key = key.combine_chunks() if isinstance(key, pa.ChunkedArray) else key
     separators = (len(key_columns) - 1) * len(key)
-    if len(key) and pc.sum(pc.count_substring(key, "\x00")).as_py() != separators:
+    # one column has no separator: its values are the key, NUL or not
+    if separators and pc.sum(pc.count_substring(key, "\x00")).as_py() != separators:
         raise ValueError(f"{where}: a key column in {list(key_columns)} holds a NUL character (the key separator)")
     return key
 
@@ -191,13 +217,17 @@ class _WriteTableShards(ThreadedDoFn):
     def _write(self, sink_name: str, index: int, tables: list[pa.Table]) -> tuple[str, str, int]:
         sink = self.sinks[sink_name]
         name = shard_name(sink.basename, index, sink.num_shards)
-        parts = [t.select(sink.schema.names).cast(sink.schema) for t in tables]
-        if parts:
-            table = sorted_by_key(pa.concat_tables(parts), sink.key_columns, f"{sink.directory}/{name}")
-        else:
-            table = sink.schema.empty_table()
+        table = shard_table(tables, sink, f"{sink.directory}/{name}")
         write_table(table.replace_schema_metadata(sink.schema.metadata), f"{sink.directory}/{name}")
         return sink_name, name, table.num_rows
+
+
+def shard_table(tables: list[pa.Table], sink: TableSink, where: str) -> pa.Table:
+    """The rows of `tables` as `sink` writes a shard of them: cast to its schema, sorted by key, one chunk per column
+    however the parts arrived (Parquet pages, and so the file's bytes, follow the chunks)."""
+    parts = [t.select(sink.schema.names).cast(sink.schema) for t in tables]
+    table = sorted_by_key(pa.concat_tables(parts), sink.key_columns, where) if parts else sink.schema.empty_table()
+    return table.combine_chunks()
 
 
 class WriteTables(beam.PTransform):

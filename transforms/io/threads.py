@@ -6,7 +6,7 @@ thread (Beam's output and metrics are not thread-safe), in the order elements ar
 """
 
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
@@ -55,3 +55,11 @@ class ThreadedDoFn(beam.DoFn):
 
 def _windowed(value) -> WindowedValue:
     return WindowedValue(value, MIN_TIMESTAMP, [GlobalWindow()])
+
+
+def concurrently(calls: dict[str, Callable[[], Any]], threads: int = 2) -> dict[str, Any]:
+    """{name: call()} for independent calls that release the GIL (file reads, polars), `threads` at a time; the
+    first error is raised."""
+    with ThreadPoolExecutor(threads) as pool:
+        futures = {name: pool.submit(call) for name, call in calls.items()}
+        return {name: future.result() for name, future in futures.items()}

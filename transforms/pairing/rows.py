@@ -1,7 +1,8 @@
 """Chosen pairs -> PAIR_V2 rows, after the pair-level filters (agreement, length ratio, length balance).
 
-In: the pairs strategies.choose_pairs picked and the scored rollouts they point at (reward.score_rollouts columns
-plus `messages` and `completion`). Out: a PAIR_V2 table and the dropped pairs as (row_id = pair_id, reason, detail).
+In: the pairs strategies.choose_pairs picked, the scored rollouts they point at (reward.score_rollouts columns plus
+`completion`, `task`, `split`) and the prompts' own columns (aggregate/prompts.py: `messages`, once per prompt).
+Out: a PAIR_V2 table and the dropped pairs as (row_id = pair_id, reason, detail).
 """
 
 import hashlib
@@ -10,6 +11,7 @@ import polars as pl
 import pyarrow as pa
 
 from rewardmill.schemas import PAIR_V2
+from rewardmill.transforms.aggregate.prompts import prompt_columns
 from rewardmill.transforms.io.frames import frame_to_table
 from rewardmill.transforms.pairing.strategies import PairsConfig, length_ratio, stable_hash
 
@@ -17,32 +19,32 @@ SIDE_COLUMNS = ("rollout_id", "completion", "reward", "correct", "n_tokens", "co
 
 
 def pair_ids(prompt_ids: pl.Series, chosen: pl.Series, rejected: pl.Series) -> pl.Series:
-    return pl.Series(
-        [
-            hashlib.sha256(f"{p}\x00{c}\x00{r}".encode()).hexdigest()
-            for p, c, r in zip(prompt_ids, chosen, rejected, strict=True)
-        ],
-        dtype=pl.String,
+    """sha256 of "<prompt_id>\\0<chosen_id>\\0<rejected_id>", hex. The keys are joined by polars and hashed in one
+    loop over plain strings (iterating three Series cost more than the hashing)."""
+    keys = pl.DataFrame({"p": prompt_ids, "c": chosen, "r": rejected}).select(
+        pl.concat_str("p", "c", "r", separator="\x00")
     )
+    sha256 = hashlib.sha256
+    return pl.Series([sha256(key.encode()).hexdigest() for key in keys.to_series().to_list()], dtype=pl.String)
 
 
-def pair_agreement(pairs: pl.DataFrame, scored: pl.DataFrame) -> pl.Series:
-    """Per pair: share of the named scores present on both sides that order the pair as it is (ties count against);
-    0.0 when no score is on both sides."""
-    long = (
-        scored.select("rollout_id", "scores").explode("scores").unnest("scores").filter(pl.col("score").is_not_null())
-    )
+def pair_agreement(pairs: pl.DataFrame) -> pl.Series:
+    """Per pair (with both sides' named scores, `scores_c` and `scores_r`): share of the named scores present on
+    both sides that order the pair as it is (ties count against); 0.0 when no score is on both sides."""
+    numbered = pairs.select("scores_c", "scores_r").with_row_index("_pair")  # an integer key per pair
+
+    def side(column: str, score: str) -> pl.DataFrame:
+        exploded = numbered.select("_pair", column).explode(column).unnest(column)
+        return exploded.filter(pl.col("score").is_not_null()).rename({"score": score})
+
     votes = (
-        pairs.select("pair_id", "chosen_id", "rejected_id")
-        .join(long.rename({"rollout_id": "chosen_id", "score": "s_chosen"}), on="chosen_id")
-        .join(long.rename({"rollout_id": "rejected_id", "score": "s_rejected"}), on=["rejected_id", "name"])
-        .group_by("pair_id")
+        side("scores_c", "s_chosen")
+        .join(side("scores_r", "s_rejected"), on=["_pair", "name"])
+        .group_by("_pair")
         .agg(agreement=(pl.col("s_chosen") > pl.col("s_rejected")).mean())
     )
     return (
-        pairs.select("pair_id")
-        .join(votes, on="pair_id", how="left", maintain_order="left")["agreement"]
-        .fill_null(0.0)
+        numbered.select("_pair").join(votes, on="_pair", how="left", maintain_order="left")["agreement"].fill_null(0.0)
     )
 
 
@@ -97,17 +99,21 @@ def balance(marked: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def build_pair_rows(picked: pl.DataFrame, scored: pl.DataFrame, cfg: PairsConfig) -> tuple[pa.Table, pl.DataFrame]:
-    """picked (strategies.PAIR_COLUMNS) + scored rollouts -> (PAIR_V2 table, dropped pairs)."""
+def build_pair_rows(
+    picked: pl.DataFrame, scored: pl.DataFrame, cfg: PairsConfig, prompts: pl.DataFrame | None = None
+) -> tuple[pa.Table, pl.DataFrame]:
+    """picked (strategies.PAIR_COLUMNS) + scored rollouts -> (PAIR_V2 table, dropped pairs). `prompts`: the prompts'
+    own columns (aggregate/prompts.PROMPT_COLUMNS); None = `scored` carries them."""
     side = scored.select(*SIDE_COLUMNS)
-    prompt = scored.select("rollout_id", "messages", "task", "split")
+    chosen = scored.select(*SIDE_COLUMNS, "task", "split").rename({c: f"{c}_c" for c in SIDE_COLUMNS})
+    messages = prompt_columns(scored, prompts).select("prompt_id", "messages")
     pairs = (
-        picked.join(side.rename({c: f"{c}_c" for c in SIDE_COLUMNS}), left_on="chosen_id", right_on="rollout_id_c")
+        picked.join(chosen, left_on="chosen_id", right_on="rollout_id_c")  # the sample columns are the chosen's
         .join(side.rename({c: f"{c}_r" for c in SIDE_COLUMNS}), left_on="rejected_id", right_on="rollout_id_r")
-        .join(prompt, left_on="chosen_id", right_on="rollout_id")
+        .join(messages, on="prompt_id", how="left")
     )
     pairs = pairs.with_columns(pair_id=pair_ids(pairs["prompt_id"], pairs["chosen_id"], pairs["rejected_id"]))
-    pairs = pairs.with_columns(agreement=pair_agreement(pairs, scored))
+    pairs = pairs.with_columns(agreement=pair_agreement(pairs))
     kept, dropped = filter_pairs(pairs, cfg)
     assistant = {"role": pl.lit("assistant")}
     rows = kept.select(
@@ -130,8 +136,9 @@ def build_pair_rows(picked: pl.DataFrame, scored: pl.DataFrame, cfg: PairsConfig
         rejected_correct="correct_r",
         scores_chosen="scores_c",
         scores_rejected="scores_r",
-        label_sources=pl.concat_list("label_sources_c", "label_sources_r").list.unique().list.sort(),
+        # both lists are sorted and distinct (reward.label_sources): their union, sorted
+        label_sources=pl.col("label_sources_c").list.set_union("label_sources_r").list.sort(),
         task="task",
         split="split",
-    ).sort("pair_id")
-    return frame_to_table(rows, PAIR_V2), dropped
+    )
+    return frame_to_table(rows, PAIR_V2), dropped  # in no particular order: the writer sorts by pair_id

@@ -1,3 +1,5 @@
+import random
+
 import pytest
 
 from rewardmill.transforms.aggregate.reward import AggregateConfig, score_rollouts
@@ -110,3 +112,38 @@ def test_an_override_decides_before_the_gates_at_its_confidence():
         AggregateConfig(gates=("math",), overrides={"math": 0.5})
     with pytest.raises(ValueError, match="must be in"):
         AggregateConfig(overrides={"appeal": 1.5})
+
+
+def many_sources(n_labelers: int, seed: int) -> tuple:
+    """Rollouts with labels of `n_labelers` labelers at two versions and two aspects, in random order."""
+    rng = random.Random(seed)
+    labs = [
+        label(f"r{i}", f"l{j:02d}", round(rng.random(), 3), "x", aspect=rng.choice(["a", "b"]), version=str(i % 2))
+        for i in range(6)
+        for j in range(n_labelers)
+        if rng.random() < 0.7
+    ]
+    rng.shuffle(labs)
+    return rollouts(*[(f"r{i}", 10) for i in range(7)]), labels(*labs)  # r6 has no label
+
+
+@pytest.mark.parametrize("n_labelers", [3, 40])  # 6 and 80 sources: one bit set per rollout, or sorted strings
+def test_label_sources_are_each_rollouts_distinct_sources_sorted(n_labelers):
+    ro, labs = many_sources(n_labelers, seed=n_labelers)
+    cfg = AggregateConfig(weights={"l00": 1.0, "l01": 2.0})
+    out = {r["rollout_id"]: r["label_sources"] for r in score_rollouts(ro, labs, cfg).iter_rows(named=True)}
+    expected = {f"r{i}": [] for i in range(7)}
+    for row in labs.iter_rows(named=True):
+        expected[row["rollout_id"]] = sorted(
+            {*expected[row["rollout_id"]], f"{row['labeler']}@{row['labeler_version']}"}
+        )
+    assert out == expected
+
+
+def test_the_order_of_labels_does_not_change_the_scores():
+    """One sort by (rollout, name, source) before every group: the float sums see their labels in one order."""
+    ro, labs = many_sources(4, seed=1)
+    cfg = AggregateConfig(gates=("l03",), weights={"l00": 0.3, "l01": 1.7, "l02": 1.1})
+    first = score_rollouts(ro, labs, cfg).sort("rollout_id")
+    again = score_rollouts(ro.reverse(), labs.sample(fraction=1.0, shuffle=True, seed=2), cfg).sort("rollout_id")
+    assert first.equals(again)

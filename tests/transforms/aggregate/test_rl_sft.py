@@ -101,3 +101,24 @@ def test_status_reasons():
     assert "0.3 < min_confidence 0.5" in frame.filter(pl.col("rollout_id") == "c")["status_detail"][0]
     with pytest.raises(ValueError, match="min_confidence"):
         RolloutFilterConfig(min_confidence=1.5)
+
+
+def test_prompt_columns_given_apart_give_the_same_rows():
+    """assemble_bucket passes the prompts' own columns once per prompt (`prompts`) with narrow scored rollouts; the
+    rows equal those built from rollouts that carry them."""
+    frame = pl.concat([scored(["correct", "incorrect", "correct"], "a"), scored(["incorrect", "abstain"], "b")])
+    prompt_columns = ["prompt_id", "messages", "reference", "tests", "constraints"]
+    prompts = frame.select(prompt_columns).unique("prompt_id")
+    narrow = frame.drop(prompt_columns[1:])
+    cfg = SftConfig(per_prompt=2, require_correct=False, min_reward=0.0)
+    assert (
+        build_rl_rows(narrow, set(), RlConfig(), prompts)
+        .sort_by("prompt_id")
+        .equals(build_rl_rows(frame, set(), RlConfig()).sort_by("prompt_id"))
+    )
+    (apart, apart_rejects), (carried, carried_rejects) = (
+        build_sft_rows(narrow, cfg, prompts),
+        build_sft_rows(frame, cfg),
+    )
+    assert apart.sort_by("rollout_id").equals(carried.sort_by("rollout_id")) and apart.num_rows == 4
+    assert apart_rejects.equals(carried_rejects)

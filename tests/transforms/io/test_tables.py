@@ -8,13 +8,15 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.testing.util import assert_that, equal_to
 
 from rewardmill.schemas import REJECT_V1
-from rewardmill.transforms.io.parquet import WriteSortedParquet, read_rows
+from rewardmill.transforms.io.parquet import WriteSortedParquet, read_rows, write_table
 from rewardmill.transforms.io.tables import (
     ReadStageTables,
     TableSink,
     WriteSortedTables,
     WriteTables,
     load_table,
+    retain_freed_memory,
+    shard_table,
     sorted_by_key,
     spill_table,
 )
@@ -151,3 +153,54 @@ def test_sorted_by_key_finds_a_repeated_key_in_sorted_rows():
     table = pa.Table.from_pylist([ROWS[0], ROWS[0], ROWS[1]], REJECT_V1)
     with pytest.raises(ValueError, match="here: the sort key .* is not unique"):
         sorted_by_key(table, KEY, "here")
+
+
+def test_a_one_column_key_may_hold_a_nul(tmp_path):
+    """NUL separates key columns; a key of one column has no separator, so its values sort as the row writer's."""
+    rows = [{**r, "row_id": f"a\x00{i:02d}" if i % 2 else f"a{i:02d}"} for i, r in enumerate(ROWS)]
+    run(
+        lambda p: (
+            p
+            | beam.Create([pa.Table.from_pylist(rows, REJECT_V1)])
+            | WriteSortedTables(str(tmp_path / "t"), REJECT_V1, ("row_id",))
+        )
+    )
+    run(lambda p: p | beam.Create(rows) | WriteSortedParquet(str(tmp_path / "r"), REJECT_V1, lambda r: r["row_id"]))
+    name = "part-00000-of-00001.parquet"
+    assert (tmp_path / "t" / name).read_bytes() == (tmp_path / "r" / name).read_bytes()
+
+
+def test_parts_in_order_give_the_bytes_of_one_table(tmp_path):
+    """Parquet pages follow the chunks of the table written: parts that arrive already in key order (so nothing is
+    sorted) are still written as one chunk per column, the bytes of the whole table at once."""
+    n = 60_000
+    table = pa.table(
+        {
+            "stage": ["s"] * n,
+            "row_id": [f"id{i:06d}" for i in range(n)],
+            "reason": ["a", "b", "c"] * (n // 3),
+            "detail": [f"{i * 7919 % 10007}" * (i % 40) for i in range(n)],  # MiBs of text: several pages
+            "payload": pa.nulls(n, pa.string()),
+        }
+    ).cast(REJECT_V1)
+    sink = TableSink(str(tmp_path), REJECT_V1, ("row_id",))
+    parts = [table.slice(0, 777), table.slice(777, 30_000), table.slice(30_777)]  # in key order: no sort, no take
+    joined = shard_table(parts, sink, "here")
+    assert joined.column("detail").num_chunks == 1
+    write_table(joined, str(tmp_path / "parts.parquet"))
+    write_table(shard_table([table], sink, "here"), str(tmp_path / "one.parquet"))
+    assert (tmp_path / "parts.parquet").read_bytes() == (tmp_path / "one.parquet").read_bytes()
+
+
+def test_retain_freed_memory_makes_jemalloc_the_default_pool():
+    before = pa.default_memory_pool()
+    try:
+        retain_freed_memory()
+        try:
+            pa.jemalloc_memory_pool()
+        except NotImplementedError:  # a pyarrow built without jemalloc keeps its pool
+            assert pa.default_memory_pool().backend_name == before.backend_name
+        else:
+            assert pa.default_memory_pool().backend_name == "jemalloc"
+    finally:
+        pa.set_memory_pool(before)

@@ -1,4 +1,4 @@
-"""ThreadedDoFn: work on pool threads, outputs (tagged too) and errors reach the pipeline."""
+"""ThreadedDoFn: work on pool threads, outputs (tagged too) and errors reach the pipeline; concurrently."""
 
 import time
 
@@ -7,7 +7,7 @@ import pytest
 from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.testing.util import assert_that, equal_to
 
-from rewardmill.transforms.io.threads import ThreadedDoFn
+from rewardmill.transforms.io.threads import ThreadedDoFn, concurrently
 
 
 class Square(ThreadedDoFn):
@@ -46,3 +46,13 @@ def test_every_result_and_tagged_output_arrives():
 def test_an_error_in_the_work_fails_the_pipeline():
     with pytest.raises(Exception, match="negative element -1"):
         run(lambda p: p | beam.Create([1, -1, 2]) | beam.ParDo(Square(), 0))
+
+
+def test_concurrently_returns_each_result_by_name_and_raises_an_error():
+    assert concurrently({"a": lambda: 1, "b": lambda: "two", "c": lambda: None}) == {"a": 1, "b": "two", "c": None}
+
+    def fail():
+        raise ValueError("no such folder")
+
+    with pytest.raises(ValueError, match="no such folder"):
+        concurrently({"ok": lambda: 1, "bad": fail})
