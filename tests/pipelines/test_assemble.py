@@ -9,6 +9,7 @@ import pytest
 from rewardmill.pipelines import assemble
 from rewardmill.pipelines.config import ConfigError
 from rewardmill.schemas import LABEL_V1, ROLLOUT_V2
+from rewardmill.transforms.aggregate.beam import AssembleBucket, BucketInputs
 from rewardmill.transforms.io.parquet import read_rows, rows_to_table, write_table
 from tests.conftest import only_labelers, tiny_params
 
@@ -211,8 +212,8 @@ def test_the_bucket_steps_pickle(tmp_path):
     and the step that assembles a bucket."""
     cfg = assemble.AssembleConfig()
     steps = [
-        assemble.BucketInputs(cfg.filters, cfg.buckets, str(tmp_path)),
-        assemble.AssembleBucket(cfg.core(), {}, str(tmp_path)),
+        BucketInputs(cfg.filters, cfg.buckets, str(tmp_path)),
+        AssembleBucket(cfg.core(), {}, str(tmp_path)),
     ]
     for step in steps:
         again = pickle.loads(pickle.dumps(step))

@@ -16,6 +16,7 @@ from rewardmill.pipelines.config import ConfigError
 from rewardmill.pipelines.stage import count_rejects
 from rewardmill.schemas import LABEL_V1, PRM_V1, REJECT_V1, ROLLOUT_V2, STEP_LABEL_V1
 from rewardmill.schemas.common import schema_id
+from rewardmill.transforms.aggregate.prm import REJECTED, MakePrmRows
 from rewardmill.transforms.io.parquet import read_rows, read_table, rows_to_table, write_table
 from rewardmill.transforms.steps.segment import segment
 from tests.conftest import only_labelers, tiny_params
@@ -251,7 +252,7 @@ def test_steps_section_must_be_a_mapping(project, params_file):
 
 
 def test_make_prm_rows_outputs_and_pickles():
-    fn = pickle.loads(pickle.dumps(assemble.MakePrmRows(truncate_after_error=True)))
+    fn = pickle.loads(pickle.dumps(MakePrmRows(truncate_after_error=True)))
     rollout_row = ROLLOUTS[1]
     steps = [
         *step_labels("mc_steps", "p1-r1", [T, F], [0.5, 0.0]),
@@ -263,14 +264,14 @@ def test_make_prm_rows_outputs_and_pickles():
         ("p2-r1", {"rollouts": [ROLLOUTS[3]], "steps": []}),  # labelled by no steps labeler: nothing out
     ]
     with TestPipeline(options=PipelineOptions(["--runner=FnApiRunner"])) as p:
-        out = p | beam.Create(elements) | beam.ParDo(fn).with_outputs(assemble.REJECTED, main="rows")
+        out = p | beam.Create(elements) | beam.ParDo(fn).with_outputs(REJECTED, main="rows")
         assert_that(
             out.rows | "Keys" >> beam.Map(lambda r: (r["labeler"], r["rollout_id"], r["labels"])),
             equal_to([("mc_steps", "p1-r1", [T, F])]),
             label="rows",
         )
         assert_that(
-            out[assemble.REJECTED] | "Reasons" >> beam.Map(lambda r: (r["row_id"], r["reason"])),
+            out[REJECTED] | "Reasons" >> beam.Map(lambda r: (r["row_id"], r["reason"])),
             equal_to([("p1-r1/judge_steps", "inconsistent_n_steps"), ("ghost-r0/mc_steps", "orphan_step_label")]),
             label="rejects",
         )

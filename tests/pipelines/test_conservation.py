@@ -7,6 +7,7 @@ import pytest
 
 from rewardmill.pipelines import assemble, label, prompts
 from rewardmill.pipelines.conservation import ConservationError, reconcile
+from rewardmill.transforms.aggregate.beam import BucketShard
 from rewardmill.transforms.io.parquet import ReadStageOutput
 from tests.conftest import only_labelers, tiny_params
 from tests.pipelines.test_label_and_assemble import ROLLOUTS, rollouts_dir  # noqa: F401  (the fixture)
@@ -98,14 +99,14 @@ def test_assemble_fails_when_the_buckets_lose_rollouts(tmp_path, params_file, ro
     params_file(params)
     labels = tmp_path / "data/labels"
     label.main(["math_answer", "--rollouts", str(rollouts_dir), "--out", str(labels / "math_answer")])
-    real = assemble.BucketShard.process
+    real = BucketShard.process
 
     def drop_half(self, path):
         for bucket, part in real(self, path):
             if bucket % 2 == 0:
                 yield bucket, part
 
-    monkeypatch.setattr(assemble.BucketShard, "process", drop_half)
+    monkeypatch.setattr(BucketShard, "process", drop_half)
     out = tmp_path / "datasets"
     with pytest.raises(ConservationError, match=r"assemble: \d+ input rollouts in the buckets but .* missing"):
         assemble.main(["--rollouts", str(rollouts_dir), "--labels", str(labels), "--out", str(out)])
