@@ -165,6 +165,10 @@ def dispatch(argv: list[str]) -> int:
         for name, summary in stage_summaries().items():
             print(f"{name:10s} {summary}")
         return 0
+    from rewardmill.transforms.io import timings
+
+    stage = f"{args.stage}@{args.args[0]}" if args.stage in ("label", "steps") and args.args else args.stage
+    timings.start(stage)  # bench/overhead.py: off unless REWARDMILL_TIMINGS is set
     program, sys.argv[0] = sys.argv[0], f"rewardmill run {args.stage}"  # the stage's --help names the real command
     try:
         importlib.import_module(STAGES[args.stage]).main(args.args)
@@ -209,6 +213,10 @@ def _exit_now() -> None:
     down first, so no engine process outlives the stage."""
     if "rewardmill.transforms.sampling.vllm_engine" in sys.modules:
         sys.modules["rewardmill.transforms.sampling.vllm_engine"].shutdown_engines()
+    from rewardmill.transforms.io import timings
+
+    if timings.STAGE:  # os._exit skips atexit
+        timings.write()
     logging.shutdown()
     sys.stdout.flush()
     sys.stderr.flush()

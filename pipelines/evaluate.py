@@ -28,6 +28,7 @@ from rewardmill.schemas.common import schema_id
 from rewardmill.transforms.evaluation.labeler_accuracy import labeler_accuracy, verified_sides
 from rewardmill.transforms.evaluation.pair_accuracy import pair_accuracy
 from rewardmill.transforms.evaluation.reward_model_training import RewardModelTraining, train_reward_model
+from rewardmill.transforms.io import timings
 from rewardmill.transforms.io.parquet import read_rows
 from rewardmill.transforms.labelers.reward_model import RewardModelConfig, RewardModelScorer
 from rewardmill.transforms.validation.folders import read_columns, subfolders
@@ -113,7 +114,8 @@ def measure_reward_model(cfg: EvaluateConfig, pairs: list[dict], policy: str, sc
     else:
         model, result["source"] = str(scratch / "reward_model"), "trained"
         result["base"] = cfg.train.base or "policy"
-        result["train"] = train_reward_model(train, cfg.train.base or policy, model, cfg.train)
+        with timings.timed("train"):
+            result["train"] = train_reward_model(train, cfg.train.base or policy, model, cfg.train)
     scorer = RewardModelScorer(
         RewardModelConfig(
             model=model,
@@ -123,7 +125,8 @@ def measure_reward_model(cfg: EvaluateConfig, pairs: list[dict], policy: str, sc
             threads=cfg.train.threads,
         )
     )
-    result["test"] = pair_accuracy(scorer, test, cfg.head, **to_plain(cfg.bootstrap))
+    with timings.timed("score"):
+        result["test"] = pair_accuracy(scorer, test, cfg.head, **to_plain(cfg.bootstrap))
     return result
 
 

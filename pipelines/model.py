@@ -9,6 +9,7 @@ import apache_beam as beam
 from rewardmill.pipelines.config import load_section
 from rewardmill.pipelines.conservation import ConservationError
 from rewardmill.pipelines.stage import StageTimer, atomic_output, load_beam_config, run_pipeline, setup_logging
+from rewardmill.transforms.io import timings
 from rewardmill.transforms.sampling.policy import FINGERPRINT_FILE, materialize
 
 
@@ -27,7 +28,8 @@ class _Materialize(beam.DoFn):
         self.out_dir = out_dir
 
     def process(self, source: str):
-        info = materialize(source, self.out_dir, self.cfg.name, self.cfg.dtype)
+        with timings.timed("model_load"):
+            info = materialize(source, self.out_dir, self.cfg.name, self.cfg.dtype)
         yield info.fingerprint
 
 

@@ -25,7 +25,7 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from rewardmill.pipelines.config import canonical_json, load_section, params_hash
 from rewardmill.schemas import REJECT_V1
 from rewardmill.schemas.common import schema_id
-from rewardmill.transforms.io import storage
+from rewardmill.transforms.io import storage, timings
 from rewardmill.transforms.io.parquet import WriteSortedParquet, list_shards, read_table
 
 log = logging.getLogger("rewardmill")
@@ -297,7 +297,8 @@ class StageTimer:
 def run_pipeline(build, cfg: BeamConfig):
     """Build and run one Beam pipeline; `build(p)` attaches the transforms. Returns the PipelineResult (for its
     metrics; some runners give none)."""
-    with beam.Pipeline(options=pipeline_options(cfg)) as p:
+    timings.pipeline_started()
+    with timings.timed("pipeline"), beam.Pipeline(options=pipeline_options(cfg)) as p:
         build(p)
     return getattr(p, "result", None)
 

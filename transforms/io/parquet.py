@@ -14,7 +14,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 
-from rewardmill.transforms.io import storage
+from rewardmill.transforms.io import storage, timings
 
 PARQUET_OPTIONS = {"compression": "zstd", "write_statistics": True}
 
@@ -41,14 +41,20 @@ def rows_to_table(rows: list[dict[str, Any]], schema: pa.Schema, where: str = ""
 
 def write_table(table: pa.Table, path: str) -> None:
     """Write through Beam's FileSystems so the same code writes to local disk, GCS or S3."""
-    buffer = io.BytesIO()
-    pq.write_table(table, buffer, **PARQUET_OPTIONS)
-    with FileSystems.create(path) as fh:
-        fh.write(buffer.getvalue())
+    with timings.timed("parquet"):
+        buffer = io.BytesIO()
+        pq.write_table(table, buffer, **PARQUET_OPTIONS)
+        with FileSystems.create(path) as fh:
+            fh.write(buffer.getvalue())
 
 
 def read_table(path: str, schema: pa.Schema | None = None, columns: list[str] | None = None) -> pa.Table:
     """One Parquet file (local, GCS, S3), cast to `schema` when given; `columns` reads only those."""
+    with timings.timed("parquet"):
+        return _read_table(path, schema, columns)
+
+
+def _read_table(path: str, schema: pa.Schema | None, columns: list[str] | None) -> pa.Table:
     with FileSystems.open(path) as fh:
         data = io.BytesIO(fh.read())
     parquet = pq.ParquetFile(data)

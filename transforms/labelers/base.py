@@ -3,6 +3,7 @@
 from dataclasses import dataclass
 
 from rewardmill.schemas.label import VERDICTS
+from rewardmill.transforms.io import timings
 
 
 @dataclass(frozen=True)
@@ -55,7 +56,8 @@ def label_row(row: dict, labeler: str, version: str, label: Label) -> dict:
 def safe_label(labeler, values: tuple) -> Label:
     """`labeler.label(*values)`; an exception becomes a label with verdict `error`: one bad row never stops a stage."""
     try:
-        return labeler.label(*values)
+        with timings.timed("labeler"):
+            return labeler.label(*values)
     except Exception as exc:
         return Label(None, 0.0, "error", f"{type(exc).__name__}: {exc}"[:500])
 
@@ -68,7 +70,8 @@ def label_values(labeler, rows: list[tuple], on_label=None) -> list[Label]:
     labels = None
     if len(rows) > 1 and callable(getattr(labeler, "label_many", None)):
         try:
-            labels = list(labeler.label_many(rows))
+            with timings.timed("labeler"):
+                labels = list(labeler.label_many(rows))
         except Exception:
             labels = None
         if labels is not None and len(labels) != len(rows):

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from rewardmill.pipelines.config import canonical_json
-from rewardmill.transforms.io import storage
+from rewardmill.transforms.io import storage, timings
 from rewardmill.transforms.io.segments import SegmentStore
 from rewardmill.transforms.labelers.base import Label, as_labels, label_values
 
@@ -174,7 +174,8 @@ def label_group_with_cache(labeler, cache: "LabelCache | None", rows: list[tuple
     if all(label is not None for label in cached):
         return cached
     try:
-        labels = list(labeler.label_group(rows))
+        with timings.timed("labeler"):
+            labels = list(labeler.label_group(rows))
         if len(labels) != len(rows):
             raise ValueError(f"label_group returned {len(labels)} labels for {len(rows)} rows")
     except Exception as exc:

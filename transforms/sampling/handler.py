@@ -6,6 +6,7 @@ from typing import Any
 
 from apache_beam.ml.inference.base import ModelHandler
 
+from rewardmill.transforms.io import timings
 from rewardmill.transforms.io.progress import Progress
 from rewardmill.transforms.sampling.cache import RolloutCache
 from rewardmill.transforms.sampling.params import Sample
@@ -31,9 +32,13 @@ class PolicyHandler(ModelHandler):
             what = f"rollouts[{self.label}]" if self.label else "rollouts"
             self._progress = Progress(what, self.total_prompts, unit="prompt")
         for prompts in batch:
-            samples = self.cache.sample(prompts, lambda todo: self._generate(model, todo))
+            samples = self.cache.sample(prompts, lambda todo: self._timed_generate(model, todo))
             self._progress.update(len(prompts), sum(s.n_tokens for per in samples for s in per))
             yield [(prompt, s) for prompt, per in zip(prompts, samples, strict=True) for s in per]
+
+    def _timed_generate(self, model, prompts: list[dict[str, Any]]) -> list[list[Sample]]:
+        with timings.timed("generate"):
+            return self._generate(model, prompts)
 
     def batch_elements_kwargs(self):
         return {"min_batch_size": 1, "max_batch_size": 1}

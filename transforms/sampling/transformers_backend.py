@@ -5,6 +5,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from rewardmill.transforms.io import timings
 from rewardmill.transforms.sampling.cache import RolloutCache
 from rewardmill.transforms.sampling.handler import PolicyHandler
 from rewardmill.transforms.sampling.params import Sample, SamplingParams, sample_seed
@@ -120,7 +121,8 @@ class TransformersPolicyHandler(PolicyHandler):
         import torch
 
         torch.manual_seed(0)
-        return load_policy(self.model_dir, self.device)
+        with timings.timed("model_load"):
+            return load_policy(self.model_dir, self.device)
 
     def _generate(self, model: LoadedPolicy, prompts: list[dict[str, Any]]) -> list[list[Sample]]:
         return generate_samples(

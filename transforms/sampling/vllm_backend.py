@@ -10,6 +10,7 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
+from rewardmill.transforms.io import timings
 from rewardmill.transforms.sampling.cache import RolloutCache
 from rewardmill.transforms.sampling.handler import PolicyHandler
 from rewardmill.transforms.sampling.params import Sample, SamplingParams, prompt_seed
@@ -78,7 +79,8 @@ class VLLMPolicyHandler(PolicyHandler):
         self.llm_kwargs = dict(llm_kwargs)
 
     def load_model(self):
-        return engine(self.model_dir, self.llm_kwargs)
+        with timings.timed("model_load"):
+            return engine(self.model_dir, self.llm_kwargs)
 
     def _generate(self, model, prompts: list[dict[str, Any]]) -> list[list[Sample]]:
         return generate_vllm(model, [p["messages"] for p in prompts], [p["prompt_id"] for p in prompts], self.sampling)

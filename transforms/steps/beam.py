@@ -5,6 +5,7 @@ import logging
 import apache_beam as beam
 
 from rewardmill.pipelines.stage import reject
+from rewardmill.transforms.io import timings
 from rewardmill.transforms.io.progress import Progress
 from rewardmill.transforms.sampling.policy import model_identity
 from rewardmill.transforms.steps.continuations import (
@@ -65,7 +66,8 @@ class LabelStepChunks(beam.DoFn):
     def process(self, chunk: list[dict]):
         continuer = self.labeler.continuer
         before = continuer.generated if continuer is not None else 0
-        rows, rejects = self.labeler.label_chunk(chunk)
+        with timings.timed("steps"):
+            rows, rejects = self.labeler.label_chunk(chunk)
         if continuer is not None:  # cache misses x k: what this run really generated
             beam.metrics.Metrics.counter(NAMESPACE, "continuations_generated").inc(continuer.generated - before)
         labeled = len({r["rollout_id"] for r in rows})
