@@ -5,14 +5,15 @@ Both sides use the same materialized model, prompts, batch size, n, max_new_toke
 top_k=50), and both include model loading, in one process with the same torch threads; an untimed warm-up first
 does the imports either side does once per process. The pipeline side is the real rollouts stage (Beam on
 FnApiRunner, RunInference, per-row seeded sampling, logprob accounting, Parquet writing, no cache). Runs alternate
-(baseline, pipeline, baseline, ...) so a noisy neighbour hurts both sides alike; every run is printed, and the ratio
-is of the two sides' median tok/s. The sides draw different random tokens, so their token counts differ a little.
-The last line is `ratio=<pipeline/raw>`.
+(baseline, pipeline, baseline, ...) so a noisy neighbour hurts both sides alike; every run is printed with the CPU
+seconds other processes used meanwhile (its noise), and the ratio is of the two sides' median tok/s. The sides draw
+different random tokens, so their token counts differ a little. The last line is `ratio=<pipeline/raw>`.
 
     python bench/sampling.py [--prompts 16] [--n 4] [--batch-size 8] [--max-new-tokens 64] [--top-k 0] [--repeats 3]
 """
 
 import argparse
+import os
 import shutil
 import statistics
 import sys
@@ -94,6 +95,25 @@ def pipeline(model_dir: str, prompts_dir: Path, cfg: RolloutsConfig, total: int,
     return sum(r["n_tokens"] for r in read_rows(str(out))), took
 
 
+def busy_seconds() -> float | None:
+    """CPU seconds used by every process since boot (Linux's /proc/stat: all but idle and iowait), else None."""
+    try:
+        fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    except (OSError, ValueError):
+        return None
+    return (sum(fields) - fields[3] - fields[4]) / os.sysconf("SC_CLK_TCK")
+
+
+def timed(run) -> tuple[int, float, float | None]:
+    """run()'s (tokens, seconds), plus the CPU seconds other processes used meanwhile (None where unknown): a run
+    they took much from is a noisy one."""
+    busy, own = busy_seconds(), time.process_time()
+    tokens, took = run()
+    own = time.process_time() - own
+    after = busy_seconds()
+    return tokens, took, None if busy is None or after is None else max(0.0, after - busy - own)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", help="an HF folder; default: materialize the built-in default model")
@@ -125,17 +145,18 @@ def main() -> None:
         )
         warm_up(model_dir)
         print(f"torch threads: {torch.get_num_threads()}")
-        raw_rates, pipe_rates = [], []
+        rates = {"raw generate loop": [], "rollouts pipeline": []}
         for r in range(args.repeats):
-            tokens, took = raw_loop(model_dir, prompts, cfg)
-            raw_rates.append(tokens / took)
-            print(f"repeat {r}: raw generate loop: {tokens} tokens in {took:.1f}s = {tokens / took:.1f} tok/s")
-            sys.stdout.flush()
-            tokens, took = pipeline(model_dir, prompts_dir, cfg, len(prompts), work)
-            pipe_rates.append(tokens / took)
-            print(f"repeat {r}: rollouts pipeline: {tokens} tokens in {took:.1f}s = {tokens / took:.1f} tok/s")
-            sys.stdout.flush()
-        raw, pipe = statistics.median(raw_rates), statistics.median(pipe_rates)
+            for side, run in [
+                ("raw generate loop", lambda: raw_loop(model_dir, prompts, cfg)),
+                ("rollouts pipeline", lambda: pipeline(model_dir, prompts_dir, cfg, len(prompts), work)),
+            ]:
+                tokens, took, others = timed(run)
+                rates[side].append(tokens / took)
+                noise = "" if others is None else f" (other processes: {others:.0f} CPU-s)"
+                print(f"repeat {r}: {side}: {tokens} tokens in {took:.1f}s = {tokens / took:.1f} tok/s{noise}")
+                sys.stdout.flush()
+        raw, pipe = statistics.median(rates["raw generate loop"]), statistics.median(rates["rollouts pipeline"])
         print(
             f"median of {args.repeats}: pipeline {pipe:.1f} tok/s, raw {raw:.1f} tok/s "
             f"({args.prompts} prompts, n={args.n}, batch={args.batch_size}, max_new_tokens={args.max_new_tokens}, "
