@@ -39,6 +39,7 @@ from rewardmill.pipelines.stage import (
     absolute_args,
     atomic_output,
     count_rows,
+    digest_path,
     load_beam_config,
     run_pipeline,
     setup_logging,
@@ -282,6 +283,11 @@ def write_manifests(
     """The manifest of each output folder (and of prm/ when `steps`, steps labeler -> its folder, names one);
     `labels`: labeler -> its folder."""
     inputs = {"rollouts": rollouts_dir, **{f"labels/{n}": d for n, d in labels.items()}}
+    inputs |= {f"steps/{n}": d for n, d in steps.items()}
+    # Every manifest lists the same inputs: each is hashed once (hashlib releases the GIL: two at a time).
+    digests = concurrently({name: partial(digest_path, path) for name, path in inputs.items()})
+    labeled = {name: d for name, d in digests.items() if not name.startswith("steps/")}
+    stepped = {name: d for name, d in digests.items() if name == "rollouts" or name.startswith("steps/")}
     common = {
         "labelers": list(labels),
         "gates": list(cfg.aggregate.gates),  # the rule verifiers: the exported card's GRPO reward functions
@@ -289,20 +295,17 @@ def write_manifests(
         "counts": counts,
     }
     pair_types = {"pair_types": value_counts(storage.join(out, "pairs"), "pair_type")}
-    manifests = concurrently(  # each hashes the inputs (hashlib releases the GIL): two at a time
-        {
-            name: partial(
-                write_manifest,
-                storage.join(out, name),
-                stage=STAGE,
-                schema=schema,
-                config=cfg,
-                inputs=inputs,
-                extra={**common, **pair_types} if name == "pairs" else common,
-            )
-            for name, (schema, _) in OUTPUTS.items()
-        }
-    )
+    manifests = {
+        name: write_manifest(
+            storage.join(out, name),
+            stage=STAGE,
+            schema=schema,
+            config=cfg,
+            input_digests=labeled,
+            extra={**common, **pair_types} if name == "pairs" else common,
+        )
+        for name, (schema, _) in OUTPUTS.items()
+    }
     for name, manifest in manifests.items():
         log.info("%s: %s: %d rows, rejects %s", STAGE, name, manifest["rows"], manifest["rejects"])
     if steps:
@@ -313,7 +316,7 @@ def write_manifests(
             stage=STAGE,
             schema=PRM_V1,
             config=cfg,
-            inputs={"rollouts": rollouts_dir, **{f"steps/{n}": d for n, d in steps.items()}},
+            input_digests=stepped,
             extra={"step_labelers": list(steps), "step_methods": methods},
         )
         log.info("%s: prm: %d rows, rejects %s", STAGE, manifests["prm"]["rows"], manifests["prm"]["rejects"])

@@ -245,8 +245,13 @@ def write_manifest(
     config: Any,
     inputs: dict[str, str | Path] | None = None,
     extra: dict[str, Any] | None = None,
+    input_digests: dict[str, str] | None = None,
 ) -> dict[str, Any]:
-    """Row counts, rejects by reason, schema version, params hash and input digests; deterministic JSON."""
+    """Row counts, rejects by reason, schema version, params hash and input digests; deterministic JSON.
+
+    `inputs`: name -> path, hashed here; `input_digests`: name -> digest_path() already taken (a stage writing
+    several manifests over the same inputs hashes them once)."""
+    digests = {name: digest_path(p) for name, p in (inputs or {}).items()} | (input_digests or {})
     manifest = {
         "stage": stage,
         "schema": schema_id(schema) if schema is not None else None,
@@ -254,7 +259,7 @@ def write_manifest(
         "rejects": count_rejects(directory),
         "params_hash": params_hash(config),
         "params": json.loads(canonical_json(config)),
-        "inputs": {name: digest_path(p) for name, p in sorted((inputs or {}).items())},
+        "inputs": dict(sorted(digests.items())),
         **(extra or {}),
     }
     storage.write_text(storage.join(directory, MANIFEST), json.dumps(manifest, indent=2, sort_keys=True) + "\n")
