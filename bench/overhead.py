@@ -4,8 +4,9 @@ Runs the demo DAG (the repo's params.yaml; `--small` shrinks its counts to a few
 with REWARDMILL_TIMINGS set, so every stage process records (transforms/io/timings.py) the wall time spent inside
 model and verifier work (sampling, labelers with their judge calls, step labelers with their continuations, model
 loading, reward-model training and scoring) and splits the rest into start-up (imports, params, planning), Parquet
-reading and writing, the rest of the Beam pipeline (bundles, shuffles, serialization) and what follows it
-(manifests, renames, metrics). DVC's own time is the repro's wall time less the stage processes'.
+reading and writing, Great Expectations (the validate stage's suites and Data Docs), the rest of the Beam pipeline
+(bundles, shuffles, serialization) and what follows it (manifests, renames, metrics). DVC's own time is the repro's
+wall time less the stage processes'.
 
 Each repeat is `dvc repro --force` with rewardmill's caches (params cache.root) removed, so every model call happens
 again. Figures are medians over --repeats. The last line is `share=<framework time / repro wall time>`; the
@@ -28,6 +29,7 @@ from dvc_project import BIN, make_project, repo_params, run
 PARTS = {
     "startup": "stage start-up (interpreter, imports, params, planning)",
     "parquet": "Parquet reading and writing",
+    "validation": "Great Expectations suites and Data Docs (validate)",
     "pipeline": "Beam pipeline around the calls (bundles, shuffles, encoding)",
     "other": "after the pipeline (manifests, renames, metrics)",
 }

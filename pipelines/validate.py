@@ -34,6 +34,7 @@ from rewardmill.pipelines.stage import (
 )
 from rewardmill.schemas import PAIR_V2, PRM_V1, REWARD_V1, RL_V1, SFT_V1
 from rewardmill.schemas.common import schema_id
+from rewardmill.transforms.io import timings
 from rewardmill.transforms.validation.dataset_metrics import kept_rewards
 from rewardmill.transforms.validation.folders import REWARDS, read_columns, subfolders
 from rewardmill.transforms.validation.label_qa import label_qa, render_html
@@ -167,7 +168,8 @@ def build_data_docs(reports_dir: Path) -> None:
 
     inputs = reports_dir / DOCS_INPUT
     docs = [json.loads(p.read_text()) for p in sorted(inputs.glob("*.json"))] if inputs.is_dir() else []
-    build_site(docs, reports_dir / DATA_DOCS)
+    with timings.timed("validation"):
+        build_site(docs, reports_dir / DATA_DOCS)
     shutil.rmtree(inputs, ignore_errors=True)
 
 

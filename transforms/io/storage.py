@@ -12,11 +12,17 @@ import shutil
 import uuid
 from pathlib import Path
 
-from apache_beam.io.filesystems import FileSystems
-
 
 class StorageError(SystemExit):
     """A folder cannot be read or written (missing bucket, credentials, permissions): raised before any work."""
+
+
+def _filesystems():
+    """Beam's FileSystems, imported on first use: importing Beam costs about 1 s, which processes that import the
+    labelers but never touch storage (math-verify's helper processes) should not pay."""
+    from apache_beam.io.filesystems import FileSystems
+
+    return FileSystems
 
 
 def is_url(path: str | Path) -> bool:
@@ -24,7 +30,7 @@ def is_url(path: str | Path) -> bool:
 
 
 def join(base: str | Path, *names: str) -> str:
-    return FileSystems.join(str(base), *names) if names else str(base)
+    return _filesystems().join(str(base), *names) if names else str(base)
 
 
 def files_under(folder: str | Path) -> list[str]:
@@ -33,7 +39,7 @@ def files_under(folder: str | Path) -> list[str]:
     if not is_url(folder):
         root = Path(folder)
         return sorted(str(p) for p in root.rglob("*") if p.is_file()) if root.is_dir() else []
-    return sorted(m.path for m in FileSystems.match([join(folder, "**")])[0].metadata_list)
+    return sorted(m.path for m in _filesystems().match([join(folder, "**")])[0].metadata_list)
 
 
 def parent(path: str | Path) -> str:
@@ -47,7 +53,7 @@ def matching(folder: str | Path, pattern: str) -> list[str]:
     folder = str(folder)
     if not is_url(folder):
         return sorted(str(p) for p in Path(folder).glob(pattern) if p.is_file())
-    return sorted(m.path for m in FileSystems.match([join(folder, pattern)])[0].metadata_list)
+    return sorted(m.path for m in _filesystems().match([join(folder, pattern)])[0].metadata_list)
 
 
 def relative(path: str, folder: str | Path) -> str:
@@ -56,16 +62,16 @@ def relative(path: str, folder: str | Path) -> str:
 
 
 def exists(path: str | Path) -> bool:
-    return FileSystems.exists(str(path))
+    return _filesystems().exists(str(path))
 
 
 def is_file(path: str | Path) -> bool:
     """A file (an object, on a store), not a folder."""
-    return FileSystems.exists(str(path)) if is_url(path) else Path(path).is_file()
+    return _filesystems().exists(str(path)) if is_url(path) else Path(path).is_file()
 
 
 def read_bytes(path: str | Path) -> bytes:
-    with FileSystems.open(str(path)) as fh:
+    with _filesystems().open(str(path)) as fh:
         return fh.read()
 
 
@@ -77,7 +83,7 @@ def write_bytes(path: str | Path, data: bytes) -> None:
     """Write `path` whole or not at all: locally a temp file, fsync, then rename; on a store one object PUT."""
     path = str(path)
     if is_url(path):
-        with FileSystems.create(path) as fh:
+        with _filesystems().create(path) as fh:
             fh.write(data)
         return
     target = Path(path)
@@ -107,7 +113,7 @@ def remove_tree(folder: str | Path) -> None:
         return
     files = files_under(folder)
     if files:
-        FileSystems.delete(files)
+        _filesystems().delete(files)
 
 
 def check_writable(folder: str) -> None:
@@ -118,7 +124,7 @@ def check_writable(folder: str) -> None:
     probe = join(folder, f".rewardmill-probe-{uuid.uuid4().hex}")
     try:
         write_bytes(probe, b"rewardmill")  # not empty: Beam cannot upload an empty object to S3
-        FileSystems.delete([probe])
+        _filesystems().delete([probe])
     except Exception as exc:  # noqa: BLE001 (each store raises its own types; the message says what went wrong)
         raise StorageError(
             f"{folder}: cannot write there ({describe(exc)}). Check that the bucket exists and that credentials "
@@ -159,8 +165,8 @@ def publish_folder(tmp: str, out: str, last: str) -> None:
     old_others, old_last = last_after_others(files_under(out))
     for batch in (old_last, old_others):
         if batch:
-            FileSystems.delete(batch)
+            _filesystems().delete(batch)
     for batch in last_after_others(files_under(tmp)):
         if batch:
-            FileSystems.rename(batch, [join(out, relative(p, tmp)) for p in batch])
+            _filesystems().rename(batch, [join(out, relative(p, tmp)) for p in batch])
     remove_tree(tmp)

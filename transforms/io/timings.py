@@ -5,14 +5,15 @@ time to its kind, and the process appends one JSON line to that file when it exi
 {"stage", "wall", "kinds": {kind: seconds}, "split": {part: seconds}}. Concurrent or nested blocks count once: a
 kind's time is the wall time during which at least one of its blocks was open, and the kind `inside` is the wall time
 during which any model or verifier block was open (MODEL_KINDS), so threads labeling in parallel are not counted
-twice. `split` divides the process's wall time into inside / parquet / pipeline / startup / other (PRIORITY), each
-moment once, so its parts add up to `wall`.
+twice. `split` divides the process's wall time into inside / parquet / validation / pipeline / startup / other
+(PRIORITY), each moment once, so its parts add up to `wall`.
 
 Model and verifier work: `generate` (sampling), `labeler` (a labeler's label/label_many/label_group: rule verifiers
 and judges, with the judge model calls inside), `steps` (a step labeler's chunk: continuations or judge calls),
 `model_load` (loading or materializing weights), `train` and `score` (the evaluate stage's reward model).
-Framework work timed so the bench can name it: `parquet` (reading and writing stage files), `pipeline` (the Beam
-pipeline run), and `startup` (from process start to the pipeline's construction: imports, params, planning).
+Framework work timed so the bench can name it: `parquet` (reading and writing stage files), `validation` (Great
+Expectations suites and Data Docs in the validate stage), `pipeline` (the Beam pipeline run), and `startup` (from
+process start to the pipeline's construction: imports, params, planning).
 """
 
 import atexit
@@ -29,7 +30,7 @@ MODEL_KINDS = frozenset({"generate", "labeler", "steps", "model_load", "train", 
 
 # Where a moment of wall time goes when several kinds are open: model and verifier work first, then Parquet, then the
 # rest of the Beam pipeline, then start-up; a moment with none open is `other` (manifests, renames, exit).
-PRIORITY = ("inside", "parquet", "pipeline", "startup")
+PRIORITY = ("inside", "parquet", "validation", "pipeline", "startup")
 
 
 class Clock:

@@ -9,9 +9,10 @@ Reading: alpha >= 0.8 reliable, >= 0.667 tentative conclusions only, below that 
 import math
 from collections.abc import Hashable, Sequence
 
-import krippendorff
 import numpy as np
-from statsmodels.stats import inter_rater
+
+# krippendorff and statsmodels (with scipy) are imported where they are used: at module level they cost every label,
+# steps and evaluate process about 1 s of start-up, and only the metrics at the end of a stage need them.
 
 LEVELS = ("nominal", "ordinal", "interval")
 
@@ -54,6 +55,8 @@ def krippendorff_alpha(ratings: list[list], level: str = "nominal") -> float | N
     elif any(isinstance(v, bool) or not isinstance(v, int | float) for v in pairable):
         raise ValueError(f"{level} alpha needs numeric ratings")
     data = np.array([[np.nan if v is None else float(v) for v in col] for col in items]).T  # back to raters x items
+    import krippendorff
+
     try:
         with np.errstate(divide="ignore", invalid="ignore"):
             return _finite(krippendorff.alpha(reliability_data=data, level_of_measurement=level))
@@ -75,6 +78,8 @@ def fleiss_kappa(ratings: list[list]) -> float | None:
     codes = _codes(v for row in complete for v in row)
     if len(codes) < 2:
         return None
+    from statsmodels.stats import inter_rater
+
     table, _ = inter_rater.aggregate_raters(np.array([[codes[v] for v in row] for row in complete]), n_cat=len(codes))
     with np.errstate(divide="ignore", invalid="ignore"):
         return _finite(inter_rater.fleiss_kappa(table, method="fleiss"))
@@ -94,6 +99,8 @@ def cohen_kappa(a: list, b: list) -> float | None:
     table = np.zeros((len(codes), len(codes)))
     for x, y in pairs:
         table[codes[x], codes[y]] += 1
+    from statsmodels.stats import inter_rater
+
     with np.errstate(divide="ignore", invalid="ignore"):
         return _finite(inter_rater.cohens_kappa(table, return_results=False))
 

@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from rewardmill.transforms.io import timings
 from rewardmill.transforms.io.parquet import list_shards, read_table
 from rewardmill.transforms.validation.suites import PARTIAL_UNEXPECTED, SUITES
 
@@ -89,6 +90,7 @@ def validate_folder(directory: str, schema: str | None, *, dataset: str, min_row
     return validate_target(directory, schema, dataset=dataset, min_rows=min_rows)[0]
 
 
+@timings.timed("validation")  # Great Expectations' own time, named apart by bench/overhead.py
 def validate_target(
     directory: str, schema: str | None, *, dataset: str, min_rows: int = 1
 ) -> tuple[dict[str, Any], dict[str, Any] | None]:
