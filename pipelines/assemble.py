@@ -20,6 +20,7 @@ import logging
 from collections import Counter
 from dataclasses import dataclass, field
 from functools import partial
+from typing import Any
 
 import apache_beam as beam
 import polars as pl
@@ -148,39 +149,46 @@ def build(
 DISTINCT_IDS = {"_rewards": "rollout_id", "rl": "prompt_id", "sft": "prompt_id", "pairs": "pair_id"}  # output -> id
 
 
+def conservation_reads(out: str, rollouts_dir: str) -> dict[str, partial]:
+    """The reads check_conservation needs, as named calls (main() runs them beside the manifests' reads)."""
+    return {
+        "ids/prompts": partial(distinct_ids, rollouts_dir, ["prompt_id"]),
+        **{f"ids/{name}": partial(distinct_ids, storage.join(out, name), [key]) for name, key in DISTINCT_IDS.items()},
+        **{f"ids/{name}/_rejects": partial(reject_rows, storage.join(out, name)) for name in ("rl", "sft")},
+    }
+
+
 def check_conservation(
-    out: str, counts: dict[str, int], rollouts_dir: str, label_dirs: list[str], steps_dirs: list[str]
+    out: str,
+    counts: dict[str, int],
+    found: dict[str, int],
+    rollouts_dir: str,
+    label_dirs: list[str],
+    steps_dirs: list[str],
 ) -> None:
     """The buckets saw every rollout and label, and every output holds what they made: `_rewards` a row per
     rollout; `rl` and `sft` a row or a reject per prompt; `pairs` the pairs written; `prm` a row or a reject per
-    (steps labeler, labeled rollout)."""
-    found = concurrently(  # the id reads are independent: two at a time
-        {
-            "prompts": partial(distinct_ids, rollouts_dir, ["prompt_id"]),
-            **{name: partial(distinct_ids, storage.join(out, name), [key]) for name, key in DISTINCT_IDS.items()},
-            **{f"{name}/_rejects": partial(reject_rows, storage.join(out, name)) for name in ("rl", "sft")},
-        }
-    )
+    (steps labeler, labeled rollout). `found`: the results of conservation_reads."""
     rollouts = count_rows(rollouts_dir)
     labels = sum(count_rows(d) for d in label_dirs)
-    prompts = found["prompts"]
+    prompts = found["ids/prompts"]
     reconcile(STAGE, inputs=rollouts, outputs=counts.get("rollouts", 0), rejects=0, unit="rollouts in the buckets")
     reconcile(STAGE, inputs=labels, outputs=counts.get("labels", 0), rejects=0, unit="labels in the buckets")
     reconcile(STAGE, inputs=prompts, outputs=counts.get("prompts", 0), rejects=0, unit="prompts in the buckets")
-    reconcile(f"{STAGE} _rewards", inputs=rollouts, outputs=found["_rewards"], rejects=0, unit="rollouts")
+    reconcile(f"{STAGE} _rewards", inputs=rollouts, outputs=found["ids/_rewards"], rejects=0, unit="rollouts")
     for name in ("rl", "sft"):
         reconcile(
             f"{STAGE} {name}",
             inputs=prompts,
-            outputs=found[name],
-            rejects=found[f"{name}/_rejects"],
+            outputs=found[f"ids/{name}"],
+            rejects=found[f"ids/{name}/_rejects"],
             unit="prompts",
             allow_empty=True,
         )
     reconcile(
         f"{STAGE} pairs",
         inputs=counts.get("pairs_written", 0),
-        outputs=found["pairs"],
+        outputs=found["ids/pairs"],
         rejects=0,
         unit="pairs",
         allow_empty=True,
@@ -245,16 +253,19 @@ def main(argv: list[str] | None = None) -> None:
             raise ConservationError(f"{STAGE}: the runner did not run the buckets' counts; nothing was written")
         if cfg.pairs.balance_length:
             counts = balance_pair_lengths(tmp, cfg.num_shards, counts)
-        concurrently(  # the scratch (a GiB on a million rollouts) goes while the outputs are counted
+        labels = dict(zip(names, label_dirs, strict=True))
+        steps = dict(zip(step_names, steps_dirs, strict=True))
+        # The outputs' ids, the inputs' digests and the manifests' facts are independent reads (polars, pyarrow and
+        # hashlib release the GIL): two at a time, while the scratch (a GiB on a million rollouts) goes.
+        found = concurrently(
             {
+                **conservation_reads(tmp, args.rollouts),
+                **manifest_reads(tmp, args.rollouts, labels, steps),
                 "scratch": partial(storage.remove_tree, storage.join(tmp, SCRATCH)),
-                "conservation": partial(check_conservation, tmp, counts, args.rollouts, label_dirs, steps_dirs),
             }
         )
-        labels = dict(zip(names, label_dirs, strict=True))
-        manifests = write_manifests(
-            tmp, cfg, counts, args.rollouts, labels, dict(zip(step_names, steps_dirs, strict=True))
-        )
+        check_conservation(tmp, counts, found, args.rollouts, label_dirs, steps_dirs)
+        manifests = write_manifests(tmp, cfg, counts, found, labels, steps)
     timer.done(manifests["pairs"])
 
 
@@ -272,29 +283,38 @@ def balance_pair_lengths(out: str, num_shards: int, counts: dict[str, int]) -> d
     }
 
 
+def manifest_reads(out: str, rollouts_dir: str, labels: dict[str, str], steps: dict[str, str]) -> dict[str, partial]:
+    """The reads write_manifests needs, as named calls: each input's digest (every manifest lists the same inputs:
+    each is hashed once), the labeler versions behind the rewards and the pairs' types."""
+    inputs = {"rollouts": rollouts_dir, **{f"labels/{n}": d for n, d in labels.items()}}
+    inputs |= {f"steps/{n}": d for n, d in steps.items()}
+    return {
+        "labeler_versions": partial(labeler_versions, storage.join(out, "_rewards")),
+        "pair_types": partial(value_counts, storage.join(out, "pairs"), "pair_type"),
+        **{f"digest/{name}": partial(digest_path, path) for name, path in inputs.items()},
+    }
+
+
 def write_manifests(
     out: str,
     cfg: AssembleConfig,
     counts: dict[str, int],
-    rollouts_dir: str,
+    found: dict[str, Any],
     labels: dict[str, str],
     steps: dict[str, str],
 ) -> dict[str, dict]:
     """The manifest of each output folder (and of prm/ when `steps`, steps labeler -> its folder, names one);
-    `labels`: labeler -> its folder."""
-    inputs = {"rollouts": rollouts_dir, **{f"labels/{n}": d for n, d in labels.items()}}
-    inputs |= {f"steps/{n}": d for n, d in steps.items()}
-    # Every manifest lists the same inputs: each is hashed once (hashlib releases the GIL: two at a time).
-    digests = concurrently({name: partial(digest_path, path) for name, path in inputs.items()})
+    `labels`: labeler -> its folder; `found`: the results of manifest_reads."""
+    digests = {name.removeprefix("digest/"): d for name, d in found.items() if name.startswith("digest/")}
     labeled = {name: d for name, d in digests.items() if not name.startswith("steps/")}
     stepped = {name: d for name, d in digests.items() if name == "rollouts" or name.startswith("steps/")}
     common = {
         "labelers": list(labels),
         "gates": list(cfg.aggregate.gates),  # the rule verifiers: the exported card's GRPO reward functions
-        "labeler_versions": labeler_versions(storage.join(out, "_rewards")),
+        "labeler_versions": found["labeler_versions"],
         "counts": counts,
     }
-    pair_types = {"pair_types": value_counts(storage.join(out, "pairs"), "pair_type")}
+    pair_types = {"pair_types": found["pair_types"]}
     manifests = {
         name: write_manifest(
             storage.join(out, name),

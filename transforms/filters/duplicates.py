@@ -142,8 +142,11 @@ def minhash_signatures(hashes: np.ndarray, offsets: np.ndarray, num_perm: int) -
     by_permutation = np.empty((num_perm, len(offsets) - 1), dtype=np.uint32)
 
     def permute(ks: range) -> None:  # one permutation of all shingles at a time: contiguous and cache-friendly
+        permuted = np.empty_like(mixed)  # one buffer per thread: fresh temporaries per permutation cost page faults
         for k in ks:
-            np.minimum.reduceat(mixed * a[k] + b[k], offsets[:-1], out=by_permutation[k])  # uint32 wraps: mod 2^32
+            np.multiply(mixed, a[k], out=permuted)  # uint32 wraps: mod 2^32
+            np.add(permuted, b[k], out=permuted)
+            np.minimum.reduceat(permuted, offsets[:-1], out=by_permutation[k])
 
     # numpy releases the GIL in these loops: the permutations split over threads use every core
     threads = max(1, min(os.cpu_count() or 1, num_perm // 16))  # sched_getaffinity does not exist on macOS

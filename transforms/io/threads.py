@@ -18,8 +18,11 @@ from apache_beam.utils.windowed_value import WindowedValue
 
 class ThreadedDoFn(beam.DoFn):
     """Subclasses define `work(element, *side_inputs)` (runs on a pool thread: no Beam calls there) and
-    `emit(result)` (runs in the bundle thread: yields outputs, counts metrics). At most `threads` elements are in
-    flight; finish_bundle waits for all, so a bundle ends only once its work is done. Global window only."""
+    `emit(result)` (runs in the bundle thread: yields outputs, counts metrics). `threads` elements are worked on at
+    once and as many more wait in the pool's queue, so a thread that finishes a short element starts the next one
+    while a long one still runs (waiting for the oldest before queueing more left a thread idle: assemble's prompt
+    filters beside its shards). Results are emitted oldest first; finish_bundle waits for all, so a bundle ends only
+    once its work is done. Global window only."""
 
     def __init__(self, threads: int = 2):
         self.threads = threads
@@ -38,7 +41,7 @@ class ThreadedDoFn(beam.DoFn):
 
     def process(self, element, *args):
         self._pending.append(self._pool.submit(self.work, element, *args))
-        while len(self._pending) > self.threads:
+        while len(self._pending) > 2 * self.threads:
             yield from self.emit(self._pending.popleft().result())  # result() re-raises the work's error
 
     def finish_bundle(self):
