@@ -146,14 +146,26 @@ def build(
         )
 
 
-DISTINCT_IDS = {"_rewards": "rollout_id", "rl": "prompt_id", "sft": "prompt_id", "pairs": "pair_id"}  # output -> id
+OUTPUT_IDS = {"_rewards": "rollout_id", "rl": "prompt_id", "sft": "prompt_id", "pairs": "pair_id"}  # output -> id
 
 
 def conservation_reads(out: str, rollouts_dir: str) -> dict[str, partial]:
-    """The reads check_conservation needs, as named calls (main() runs them beside the manifests' reads)."""
+    """The reads check_conservation needs, as named calls (main() runs them beside the manifests' reads).
+
+    Where an output's id is its sort key, its ids are its rows as the files' footers count them: the writer refuses
+    a shard whose key repeats (tables.sorted_by_key) and puts every key in the one shard its hash names, so those
+    rows are distinct ids (reading a million ids back to count them again cost half a second). sft's rows are
+    rollouts, counted by their distinct prompts."""
+
+    def ids(name: str, column: str) -> partial:
+        folder = storage.join(out, name)
+        if OUTPUTS[name][1] == (column,):
+            return partial(count_rows, folder)
+        return partial(distinct_ids, folder, [column])
+
     return {
         "ids/prompts": partial(distinct_ids, rollouts_dir, ["prompt_id"]),
-        **{f"ids/{name}": partial(distinct_ids, storage.join(out, name), [key]) for name, key in DISTINCT_IDS.items()},
+        **{f"ids/{name}": ids(name, column) for name, column in OUTPUT_IDS.items()},
         **{f"ids/{name}/_rejects": partial(reject_rows, storage.join(out, name)) for name in ("rl", "sft")},
     }
 

@@ -30,9 +30,11 @@ Fairness rules, followed:
 
 What is timed: the whole command, from process start to results on disk ("cold": imports, model load, the job).
 Start-up is the same command on a job of one prompt, one sample, one new token, measured the same way; "warm" is
-cold minus start-up: the job once everything is loaded. tokens/s and labels/s are given for both. The last line is
-`ratio=<rewardmill warm samples/s / distilabel warm samples/s>` on the whole job (sampling and labeling; both sides
-produce the same number of samples and labels); `ratio_cold=` and `ratio_vllm=` come before it.
+cold minus start-up: the job once everything is loaded. rewardmill's start-up runs record where their time goes
+(REWARDMILL_TIMINGS): DVC itself, and each stage process's start-up, model load and the rest. tokens/s and labels/s
+are given for both. The last line is `ratio=<rewardmill warm samples/s / distilabel warm samples/s>` on the whole
+job (sampling and labeling; both sides produce the same number of samples and labels); `ratio_cold=` and
+`ratio_vllm=` come before it.
 
 Rules the comparison cannot follow exactly (printed with the figures):
 - TransformersLLM hands the batch to a transformers text-generation pipeline without a batch_size, which generates
@@ -134,10 +136,29 @@ def job_project(base: Path, root: Path, args, prompts: list[dict], backend: str)
     return root
 
 
-def rewardmill_run(root: Path, threads: int) -> float:
+def rewardmill_run(root: Path, threads: int, record: Path | None = None) -> float:
+    """The job through DVC; with `record`, every stage process appends its timings there (transforms/io/timings)."""
     params = yaml.safe_load((root / "params.yaml").read_text())
     shutil.rmtree(root / params["cache"]["root"], ignore_errors=True)
-    return run([BIN / "dvc", "repro", "--force", "--single-item", "rollouts", "label@math_answer"], root, threads)
+    extra = None
+    if record is not None:
+        record.unlink(missing_ok=True)
+        extra = {"REWARDMILL_TIMINGS": str(record)}
+    cmd = [BIN / "dvc", "repro", "--force", "--single-item", "rollouts", "label@math_answer"]
+    return run(cmd, root, threads, extra)
+
+
+def startup_split(wall: float, record: Path) -> dict[str, float]:
+    """Where a rewardmill start-up run's wall time went: DVC itself (the wall less the stage processes'), and per
+    stage its start-up (interpreter, imports, params), model loading (transformers' import and the weights) and the
+    rest (the Beam pipeline with its one sample or label, Parquet, manifests)."""
+    records = [json.loads(line) for line in record.read_text().splitlines()]
+    split = {"DVC itself": wall - sum(r["wall"] for r in records)}
+    for r in sorted(records, key=lambda r: r["stage"] != "rollouts"):
+        start, load = r["split"].get("startup", 0.0), r["kinds"].get("model_load", 0.0)
+        split |= {f"{r['stage']} start-up": start, f"{r['stage']} model load": load}
+        split[f"{r['stage']} rest"] = r["wall"] - start - load
+    return split
 
 
 def rewardmill_outputs(root: Path) -> tuple[list[str], int, float]:
@@ -215,6 +236,8 @@ def main() -> None:
     times = {s: [] for s in sides} | {f"{s} start-up": [] for s in sides}
     counts: dict[str, list[tuple[int, int, int, float]]] = {s: [] for s in sides}
     summary: dict = {}
+    splits: dict[str, list[dict[str, float]]] = {s: [] for s in sides if s != "distilabel"}
+    record = work / "start-up-timings.jsonl"
     for repeat in range(args.repeats):
         for side in sides:
             if side == "distilabel":
@@ -222,7 +245,8 @@ def main() -> None:
                 times[side].append(distilabel_run(python, work, job_prompts, model, args, args.n, args.max_new_tokens))
                 completions, labels, correct, summary = distilabel_outputs(work)
             else:
-                times[f"{side} start-up"].append(rewardmill_run(projects[f"{side} start-up"], args.threads))
+                times[f"{side} start-up"].append(rewardmill_run(projects[f"{side} start-up"], args.threads, record))
+                splits[side].append(startup_split(times[f"{side} start-up"][-1], record))
                 times[side].append(rewardmill_run(projects[side], args.threads))
                 completions, labels, correct = rewardmill_outputs(projects[side])
             expected = args.prompts * args.n
@@ -260,6 +284,9 @@ def main() -> None:
             f"{samples} samples, {labels} labels, {toks:.0f} tokens, {correct:.0%} correct | runs "
             + " ".join(f"{t:.1f}" for t in times[side])
         )
+    for side, runs in splits.items():
+        parts = ", ".join(f"{name} {median([r.get(name, 0.0) for r in runs]):.1f} s" for name in runs[0])
+        print(f"{side} start-up, where it goes (medians): {parts}")
     print(
         "not equal by design: distilabel's TransformersLLM generates one prompt at a time (its n samples per "
         "call), rewardmill a padded batch of prompts; samples differ (each side seeds its own sampler)"

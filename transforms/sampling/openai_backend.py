@@ -10,53 +10,16 @@ byte-stable either way. A batch whose requests still fail after the retries rais
 the cache, and the stage fails (see `max_generation_errors`) so that a rerun resumes instead of losing rows.
 """
 
-import hashlib
-import json
 import logging
-from dataclasses import dataclass
 from typing import Any
 
-from rewardmill.transforms.judges.client import BackendConfig, JudgeRequest, Sampling
+from rewardmill.transforms.judges.client import JudgeRequest, Sampling
 from rewardmill.transforms.sampling.cache import RolloutCache
+from rewardmill.transforms.sampling.endpoint import EndpointPolicy
 from rewardmill.transforms.sampling.handler import PolicyHandler
 from rewardmill.transforms.sampling.params import Sample, SamplingParams, sample_seed
-from rewardmill.transforms.sampling.policy import PolicyInfo
 
 log = logging.getLogger("rewardmill")
-
-
-@dataclass(frozen=True)
-class EndpointPolicy:
-    """params `rollouts.openai`: the served policy."""
-
-    base_url: str = "http://127.0.0.1:8000/v1"  # e.g. `vllm serve models/policy --port 8000`
-    model: str = "models/policy"  # the model name the endpoint serves (vllm serve: the path or --served-model-name)
-    api_key_env: str = "OPENAI_API_KEY"  # the variable holding the key (local servers need none); never the key
-    fingerprint: str | None = None  # what identifies the served weights (e.g. a commit hash); default: url + model
-    max_concurrency: int = 8  # requests in flight at once
-    max_retries: int = 4  # on 429 / 5xx / timeouts / connection errors, exponential backoff
-    request_timeout: float = 120.0  # seconds per attempt
-
-    def client_config(self) -> BackendConfig:
-        return BackendConfig(
-            kind="openai",
-            model=self.model,
-            base_url=self.base_url,
-            api_key_env=self.api_key_env,
-            max_concurrency=self.max_concurrency,
-            max_retries=self.max_retries,
-            request_timeout=self.request_timeout,
-        )
-
-    def policy_info(self) -> PolicyInfo:
-        """The rollouts' `policy`: the served model id as name, and a fingerprint of what was asked for (a server's
-        start time or load state must not change the rollouts' ids, nor, with `fingerprint` set, its address)."""
-        if self.fingerprint:  # the weights are named: the same policy wherever it is served
-            ident = {"backend": "openai", "model": self.model, "fingerprint": self.fingerprint}
-        else:
-            ident = {"backend": "openai", "base_url": self.base_url, "model": self.model}
-        digest = hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()
-        return PolicyInfo(name=self.model, source=self.base_url, fingerprint=digest)
 
 
 class EndpointError(RuntimeError):

@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rewardmill.transforms.sampling.openai_backend import EndpointPolicy
+from rewardmill.transforms.sampling.endpoint import EndpointPolicy
 from rewardmill.transforms.sampling.policy import FINGERPRINT_FILE, PolicyInfo, fingerprint, read_policy_info
 
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")  # no '@' or '/': names appear in reject row ids
