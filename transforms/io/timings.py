@@ -28,8 +28,9 @@ ENV = "REWARDMILL_TIMINGS"
 MODEL_KINDS = frozenset({"generate", "labeler", "steps", "model_load", "train", "score"})
 
 
-# Where a moment of wall time goes when several kinds are open: model and verifier work first, then Parquet, then the
-# rest of the Beam pipeline, then start-up; a moment with none open is `other` (manifests, renames, exit).
+# Where a moment of wall time goes when several kinds are open: model and verifier work first, then Parquet, then Great
+# Expectations, then the rest of the Beam pipeline, then start-up; a moment with none open is `other` (manifests,
+# renames, exit).
 PRIORITY = ("inside", "parquet", "validation", "pipeline", "startup")
 
 
