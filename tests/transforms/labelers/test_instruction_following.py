@@ -39,6 +39,10 @@ LANG = "language:response_language"
 NO_COMMA = "punctuation:no_comma"
 LOWER = "change_case:english_lowercase"
 LETTERS = "keywords:letter_frequency"
+FORBIDDEN = "keywords:forbidden_words"
+BAD = {"forbidden_words": ["bad"]}
+SENTENCES = "length_constraints:number_sentences"
+CAPITALS = "change_case:capital_word_frequency"
 
 
 @pytest.mark.parametrize(
@@ -64,6 +68,17 @@ LETTERS = "keywords:letter_frequency"
         ("<think>I, think</think>no commas here", one(NO_COMMA), 1.0),  # the think block is not judged
         ("", one(NO_COMMA), 0.0),  # an empty completion follows nothing
         ("<think>only, thinking</think>", one(NO_COMMA), 0.0),  # nothing after the thinking
+        ("bad, worse</think> good", c((FORBIDDEN, BAD), (NO_COMMA, {})), 0.0),  # a stray </think> hides nothing
+        ("<think>I, think. All good here", one(NO_COMMA), 0.0),  # an unclosed think block leaves no answer
+        (" <THINK>bad, bad</THINK>\n\nAll good.", c((FORBIDDEN, BAD), (NO_COMMA, {})), 1.0),  # a leading block
+        ("All good.\n<think>bad, bad</think>", c((FORBIDDEN, BAD), (NO_COMMA, {})), 0.0),  # not leading: judged
+        ("a#b#", one(LETTERS, letter="#", let_frequency=2, let_relation="at least"), 1.0),  # any one character
+        ("a#b", one(LETTERS, letter="#", let_frequency=2, let_relation="at least"), 0.0),  # ...is counted
+        ("ZZ", one(LETTERS, letter="Z", let_frequency=2, let_relation="at least"), 1.0),  # case-insensitive
+        ("One. Two. Three.", one(SENTENCES, num_sentences=3, relation="at least"), 1.0),  # punkt: 3 sentences
+        ("Mr. Smith left. Bye.", one(SENTENCES, num_sentences=3, relation="less than"), 1.0),  # Mr. ends none
+        ("HELLO there. How ARE you?", one(CAPITALS, capital_frequency=2, capital_relation="at least"), 1.0),  # 2
+        ("Hello there. How ARE you?", one(CAPITALS, capital_frequency=2, capital_relation="at least"), 0.0),  # 1
         (FENCED_JSON, one("detectable_format:json_format"), 0.0),  # strict: the preamble line breaks the JSON
         ("Sure!\nhello there", one(LOWER), 0.0),  # strict: "Sure!" has a capital
         ("no commas", json.dumps({"instruction_id_list": [NO_COMMA]}), 1.0),  # kwargs omitted: none needed
@@ -114,24 +129,60 @@ def test_raw_keeps_strict_and_loose_per_instruction():
     }
 
 
-@pytest.mark.parametrize(
-    ("instruction_id", "kwargs"),
-    [
-        ("length_constraints:number_sentences", {"num_sentences": 2, "relation": "at least"}),  # punkt sentences
-        ("change_case:capital_word_frequency", {"capital_frequency": 1, "capital_relation": "at least"}),  # words
-    ],
-)
-def test_checks_needing_nltk_data_cannot_verify_without_it(instruction_id, kwargs):
+NLTK_CHECKS = [
+    ("length_constraints:number_sentences", {"num_sentences": 2, "relation": "at least"}),  # punkt sentences
+    ("change_case:capital_word_frequency", {"capital_frequency": 1, "capital_relation": "at least"}),  # words
+]
+
+
+@pytest.mark.parametrize(("instruction_id", "kwargs"), NLTK_CHECKS)
+def test_checks_needing_nltk_data_score_offline_from_the_bundled_punkt_tab(instruction_id, kwargs):
+    from rewardmill.transforms.labelers.nltk_data import PUNKT_TAB, bundled_nltk_data
+
+    folder = bundled_nltk_data()
+    assert folder is not None and folder.endswith("llama_index/core/_static/nltk_cache"), "run `make install`"
+    label = STRICT.label("HELLO there. How ARE you?", c((instruction_id, kwargs), (NO_COMMA, {})))
+    assert (label.verdict, label.score) == ("correct", 1.0), label.rationale
     import nltk
 
-    try:
-        nltk.data.find("tokenizers/punkt_tab/english/")
-        pytest.skip("NLTK punkt_tab is installed here")
-    except LookupError:
-        pass
+    assert nltk.data.find(PUNKT_TAB).path.startswith(folder)  # found in the wheel's folder, not downloaded
+
+
+def test_the_bundled_folder_is_found_without_importing_llama_index():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from rewardmill.transforms.labelers.nltk_data import use_bundled_nltk_data as u; "
+        "assert u(); assert not [m for m in sys.modules if m.startswith('llama_index.')], sorted(sys.modules)"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+@pytest.fixture
+def no_punkt_tab(monkeypatch):
+    """NLTK as it is without llama-index-core: no bundled folder, nothing on the path, no tokenizer cached."""
+    import nltk
+    from if_verifiable.ifeval import instructions_util
+
+    from rewardmill.transforms.labelers import instruction_following, nltk_data
+
+    folder = nltk_data.bundled_nltk_data()
+    monkeypatch.setattr(nltk.data, "path", [p for p in nltk.data.path if p != folder])
+    monkeypatch.setattr(instruction_following, "use_bundled_nltk_data", lambda: None)
+    caches = [instructions_util._get_sentence_tokenizer, nltk.tokenize._get_punkt_tokenizer]
+    for cache in caches:
+        cache.cache_clear()
+    yield
+    for cache in caches:  # the next test loads the real one again
+        cache.cache_clear()
+
+
+@pytest.mark.parametrize(("instruction_id", "kwargs"), NLTK_CHECKS)
+def test_without_the_nltk_data_the_check_is_a_named_error_not_a_guess(no_punkt_tab, instruction_id, kwargs):
     label = STRICT.label("HELLO there. How ARE you?", c((instruction_id, kwargs), (NO_COMMA, {})))
     assert (label.verdict, label.score) == ("error", None)
-    assert "punkt_tab" in label.rationale and instruction_id in label.rationale
+    assert "punkt_tab" in label.rationale and instruction_id in label.rationale and "make install" in label.rationale
 
 
 def test_routed_to_instruction_prompts_and_config_checked():
@@ -149,7 +200,7 @@ def test_pickle_round_trip():
 
 
 # One IFEval-style row per instruction id of the registry: valid kwargs, a completion that follows it, and one that
-# does not. NLTK_DATA: the checks that need punkt_tab (not on any package registry these machines reach).
+# does not.
 REGISTRY_ROWS = {
     "keywords:existence": ({"keywords": ["apple", "pear"]}, "An apple and a pear.", "Only plums."),
     "keywords:frequency": ({"keyword": "cat", "frequency": 2, "relation": "at least"}, "cat cat", "one cat"),
@@ -185,7 +236,6 @@ REGISTRY_ROWS = {
     "punctuation:no_comma": ({}, "no commas here", "a, b"),
     "startend:quotation": ({}, '"quoted"', "bare"),
 }
-NLTK_DATA = {"length_constraints:number_sentences", "change_case:capital_word_frequency"}
 
 
 def test_the_table_covers_the_registry():
@@ -196,29 +246,29 @@ def test_the_table_covers_the_registry():
 
 @pytest.mark.parametrize("instruction_id", sorted(REGISTRY_ROWS))
 def test_every_instruction_labels_a_follower_and_a_breaker_the_same_every_time(instruction_id):
-    import nltk
-
     kwargs, follows, breaks = REGISTRY_ROWS[instruction_id]
     constraints = one(instruction_id, **kwargs)
-    try:
-        nltk.data.find("tokenizers/punkt_tab/english/")
-        has_punkt = True
-    except LookupError:
-        has_punkt = False
     labels = [STRICT.label(text, constraints) for text in (follows, breaks) for _ in range(3)]
-    if instruction_id in NLTK_DATA and not has_punkt:
-        assert {(lab.verdict, lab.score) for lab in labels} == {("error", None)}  # named, never a guess
-        return
     assert [lab.score for lab in labels] == [1.0] * 3 + [0.0] * 3, [lab.rationale for lab in labels]
 
 
 @pytest.mark.parametrize(
-    ("instruction_id", "kwargs", "bad"),
+    ("kwargs", "bad"),
     [
-        ("keywords:letter_frequency", {"letter": "#", "let_frequency": 1, "let_relation": "at least"}, "letter"),
-        ("keywords:letter_frequency", {"letter": "ab", "let_frequency": 1, "let_relation": "at least"}, "letter"),
+        ({"letter": "ab", "let_frequency": 1, "let_relation": "at least"}, "letter must be one"),  # two letters
+        ({"letter": " ", "let_frequency": 1, "let_relation": "at least"}, "letter must be one"),  # upstream counts 0
+        ({"letter": "", "let_frequency": 1, "let_relation": "at least"}, "letter must be one"),  # upstream: random
+        ({"letter": "a", "let_frequency": -1, "let_relation": "at least"}, "let_frequency="),  # random count
     ],
 )
-def test_a_value_the_checker_would_replace_at_random_is_an_error(instruction_id, kwargs, bad):
-    label = STRICT.label("anything", one(instruction_id, **kwargs))
-    assert (label.verdict, label.score) == ("error", None) and f"{bad}=" in label.rationale
+def test_a_value_the_checker_cannot_count_is_an_error(kwargs, bad):
+    label = STRICT.label("anything", one(LETTERS, **kwargs))
+    assert (label.verdict, label.score) == ("error", None) and bad in label.rationale
+
+
+def test_letter_frequency_counts_the_given_character_like_upstream():
+    """google-research's instructions.py (2025) takes any single character; if-verifiable 0.1.2 swaps "#" for a
+    random letter, so the same constraint gave a different label from run to run before it was refused."""
+    constraints = one(LETTERS, letter="#", let_frequency=3, let_relation="less than")
+    labels = {(lab.verdict, lab.score) for lab in (STRICT.label("#a#b#", constraints) for _ in range(5))}
+    assert labels == {("incorrect", 0.0)}  # three "#": not fewer than three, every time
