@@ -5,11 +5,13 @@ import re
 from dataclasses import dataclass
 
 from rewardmill.transforms.labelers.base import Label
+from rewardmill.transforms.labelers.markdown_code import fenced_blocks, mask_code
+from rewardmill.transforms.labelers.reasoning import answer_text
 
 MODES = ("search", "fullmatch")
 DEFAULT_TAGS = ("think", "answer")
 TAG_NAME = re.compile(r"[A-Za-z][\w.-]*")
-JSON_BLOCK = re.compile(r"```json[ \t]*\n(.*?)```", re.DOTALL | re.IGNORECASE)
+JSON_FENCES = ("json", "")  # the info strings of a fence that can hold the JSON answer
 
 
 @dataclass(frozen=True)
@@ -22,7 +24,8 @@ class FormatConfig:
     # neither pattern nor json_schema is set, else no tags.
     required_tags: tuple[str, ...] | None = None
     tags_only: bool = False  # with required_tags: only whitespace outside the tag blocks (DeepSeek-R1 style)
-    json_schema: dict | None = None  # the first ```json block, else the whole completion, must validate
+    # The answer (after a leading <think> block) must validate: its last ```json (or bare ```) block, else all of it.
+    json_schema: dict | None = None
     timeout_seconds: float = 1.0  # per regex match: a pathological pattern gives verdict timeout, not a hang
 
     def __post_init__(self):
@@ -55,13 +58,15 @@ class FormatConfig:
 
 
 def check_tags(text: str, tags: tuple[str, ...], tags_only: bool) -> str | None:
-    """None when each tag occurs once, in order, non-empty and not overlapping; else the reason it fails."""
+    """None when each tag occurs once, in order, non-empty and not overlapping; else the reason it fails. Only real
+    markup counts: a tag inside a code fence, a code span or an HTML comment is quoted text (markdown_code.py)."""
+    markup = mask_code(text)  # same offsets as `text`: positions come from it, contents from `text`
     end, outside = 0, []
     for tag in tags:
         opening, closing = f"<{tag}>", f"</{tag}>"
-        if text.count(opening) != 1 or text.count(closing) != 1:
-            return f"{opening}...{closing} must occur exactly once"
-        start, stop = text.find(opening), text.find(closing)
+        if markup.count(opening) != 1 or markup.count(closing) != 1:
+            return f"{opening}...{closing} must occur exactly once outside code"
+        start, stop = markup.find(opening), markup.find(closing)
         if start < end or stop < start:
             return f"{opening}...{closing} is out of order or overlaps the previous tag"
         if not text[start + len(opening) : stop].strip():
@@ -74,11 +79,23 @@ def check_tags(text: str, tags: tuple[str, ...], tags_only: bool) -> str | None:
     return None
 
 
+def json_answer(text: str) -> str:
+    """The JSON the completion commits to: in its answer (what follows a leading reasoning block; "" when that block
+    is never closed), the last ```json or bare ``` block, else the whole answer. The last block, not the first: an
+    earlier block is a draft or a decoy that the answer went on to replace."""
+    answer = answer_text(text)
+    blocks = [b for b in fenced_blocks(answer) if b.info.lower() in JSON_FENCES]
+    if not blocks:
+        return answer
+    body = blocks[-1].body
+    # An unclosed fence runs to the end: a closing ``` written at the end of the JSON's own line is still a fence.
+    return body if blocks[-1].closed else body.rstrip().removesuffix("```")
+
+
 def check_json(text: str, validator) -> str | None:
-    """None when the first ```json block (else the whole text) parses and validates; else the reason."""
-    block = JSON_BLOCK.search(text)
+    """None when the completion's JSON answer (json_answer) parses and validates; else the reason."""
     try:
-        value = json.loads(block.group(1) if block else text)
+        value = json.loads(json_answer(text))
     except json.JSONDecodeError as exc:
         return f"not JSON: {exc}"
     import jsonschema
@@ -98,7 +115,9 @@ class FormatVerifier:
     """
 
     name = "format"
-    version = "1"
+    # 2: tags inside code fences, code spans or comments do not count; the JSON answer is the last block of the answer
+    # after a leading think block (a decoy block before an invalid answer passed).
+    version = "2"
     reads = ("completion",)
     Config = FormatConfig
 

@@ -13,6 +13,7 @@ BOXED = FormatConfig(pattern=r"\\boxed\{[^}]+\}")
 FULL = FormatConfig(pattern=r"(?s)Answer: \d+", mode="fullmatch")
 SCHEMA = {"type": "object", "required": ["name", "age"], "properties": {"age": {"type": "integer"}}}
 JSON = FormatConfig(json_schema=SCHEMA)
+ADA = '{"name": "Ada", "age": 36}'  # valid under SCHEMA
 
 
 @pytest.mark.parametrize(
@@ -34,12 +35,32 @@ JSON = FormatConfig(json_schema=SCHEMA)
         (FULL, "Answer: 42", "correct", 1.0),  # fullmatch
         (FULL, "Answer: 42 (I think)", "incorrect", 0.0),  # fullmatch fails on trailing text
         (JSON, '{"name": "Ada", "age": 36}', "correct", 1.0),  # bare JSON
-        (JSON, 'Here:\n```json\n{"name": "Ada", "age": 36}\n```\nDone.', "correct", 1.0),  # fenced block
+        (JSON, f"Here:\n```json\n{ADA}\n```\nDone.", "correct", 1.0),  # fenced block
         (JSON, '```JSON\n{"name": "Ada"}\n```', "incorrect", 0.0),  # missing required key
         (JSON, '{"name": "Ada", "age": "old"}', "incorrect", 0.0),  # wrong type
         (JSON, '{"name": "Ada", "age": 36', "incorrect", 0.0),  # truncated JSON
         (JSON, 'Here: {"name": "Ada", "age": 36}', "incorrect", 0.0),  # prose around unfenced JSON
         (JSON, "[1, 2]", "incorrect", 0.0),  # JSON but not an object
+        (JSON, f'```json\n{ADA}\n```\nFinal:\n```json\n{{"name": "Ada"}}\n```', "incorrect", 0.0),  # decoy
+        (JSON, f'```json\n{ADA}\n```\nFinal:\n```\n{{"age": "x"}}\n```', "incorrect", 0.0),  # decoy
+        (JSON, f'```json\n{{"age": 1}}\n```\nFixed:\n```json\n{ADA}\n```', "correct", 1.0),  # last
+        (JSON, f"```\n{ADA}\n```", "correct", 1.0),  # a fence with no language
+        (JSON, f"```json\n{ADA}\n```\nLoad it:\n```python\njson.loads(s)\n```", "correct", 1.0),  # code after
+        (JSON, f"```json\n{ADA}```", "correct", 1.0),  # the closing fence on the JSON's own line
+        (JSON, f"~~~json\n{ADA}\n~~~", "correct", 1.0),  # a tilde fence
+        (JSON, f'<think>```json\n{ADA}\n```</think>\n{{"name": "Ada"}}', "incorrect", 0.0),  # thought
+        (JSON, f'<think>draft {{"age": 1}}</think>\n{ADA}', "correct", 1.0),  # answer after it
+        (JSON, f"<think>```json\n{ADA}\n```", "incorrect", 0.0),  # unclosed: no answer
+        (JSON, f"x</think>\n{ADA}", "incorrect", 0.0),  # a stray </think> hides nothing
+        (TAGS, "<think>hm</think>\n```\n<answer>12</answer>\n```", "incorrect", 0.0),  # answer tag in a fence
+        (TAGS, "```xml\n<think>hm</think>\n<answer>12</answer>\n```", "incorrect", 0.0),  # both tags in a fence
+        (TAGS, "<think>hm</think>\n```python\n# <answer>12</answer>\n```", "incorrect", 0.0),  # in a code comment
+        (TAGS, "<think>hm</think> `<answer>12</answer>`", "incorrect", 0.0),  # in an inline code span
+        (TAGS, "<think>hm</think> <!-- <answer>12</answer> -->", "incorrect", 0.0),  # in an HTML comment
+        (TAGS, "```\n<think>hm</think><answer>12</answer>", "incorrect", 0.0),  # an unclosed fence runs to the end
+        (TAGS, "<think>the `</think>` tag</think><answer>12</answer>", "correct", 1.0),  # a tag quoted in code
+        (TAGS, "<think>hm</think><answer>\n```python\nprint(12)\n```\n</answer>", "correct", 1.0),  # code answer
+        (TAGS_ONLY, "<think>hm</think><answer>12</answer>\n```\nx\n```", "incorrect", 0.0),  # code is text too
         (TAGS, None, "abstain", None),  # malformed row: no completion text
         (JSON, 42, "abstain", None),  # malformed row: not a string
     ],

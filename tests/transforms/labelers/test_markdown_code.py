@@ -1,0 +1,38 @@
+import pytest
+
+from rewardmill.transforms.labelers.markdown_code import fenced_blocks, mask_code
+
+
+@pytest.mark.parametrize(
+    ("text", "blocks"),
+    [
+        ("```json\n{}\n```", [("json", "{}\n", True)]),  # one block
+        ("a\n```\nx\n```\nb\n```py run\ny\n```", [("", "x\n", True), ("py", "y\n", True)]),  # two, info word only
+        ("````\n```\nstill in\n````", [("", "```\nstill in\n", True)]),  # a shorter fence does not close
+        ("~~~\na\n```\n~~~", [("", "a\n```\n", True)]),  # backticks do not close a tilde fence
+        ("```\nnever closed", [("", "never closed", False)]),  # runs to the end
+        ("x ```json\n{}\n```", [("", "", False)]),  # not at a line start: the later ``` opens one
+        ("``` a`b\nx", []),  # a backtick in the info string: not a fence (CommonMark)
+        ("    ```\nx\n```", [("", "", False)]),  # 4 spaces: indented, the later ``` opens one
+    ],
+)
+def test_fenced_blocks(text, blocks):
+    assert [(b.info, b.body, b.closed) for b in fenced_blocks(text)] == blocks
+
+
+@pytest.mark.parametrize(
+    ("text", "kept"),
+    [
+        ("<a>\n```\n<b>\n```\n<c>", "<a><c>"),  # fenced block blanked
+        ("<a> `<b>` ``<c>`d`` <e>", "<a><e>"),  # code spans, double backticks holding one
+        ("<a> <!-- <b> --> <c>", "<a><c>"),  # HTML comment
+        ("<a> <!-- <b>", "<a>"),  # an unclosed comment runs to the end
+        ("<a> ` <b>", "<a>`<b>"),  # a lone backtick is text
+        ("<a> `x\n\n<b>` <c>", "<a>`x<b>`<c>"),  # a code span does not cross a blank line
+        ("`<!--` <a>", "<a>"),  # a comment opener inside a code span is code
+    ],
+)
+def test_mask_code_keeps_only_markup_and_offsets(text, kept):
+    masked = mask_code(text)
+    assert len(masked) == len(text) and masked.count("\n") == text.count("\n")
+    assert "".join(masked.split()) == kept

@@ -1,0 +1,85 @@
+"""Where a completion's Markdown code is: fenced blocks, inline code spans and HTML comments.
+
+Format checks read structure (the think/answer tags, the JSON answer) only where it is real structure: a tag
+written inside a code fence, a code span or a comment is quoted text, not the completion's own markup. The rules
+follow CommonMark where it matters here: a fence is a line of 3+ backticks or tildes (up to 3 spaces indented) and
+closes at a line of at least as many of the same character; an unclosed fence runs to the end of the text; a code
+span closes at the next run of exactly as many backticks within its paragraph; an unclosed comment runs to the end.
+"""
+
+import re
+from dataclasses import dataclass
+
+_FENCE_OPEN = re.compile(r" {0,3}(`{3,}|~{3,})(.*)")
+_INLINE = re.compile(r"`+|<!--")
+_BLANK_LINE = re.compile(r"\n[ \t]*\n")
+
+
+@dataclass(frozen=True)
+class Fence:
+    """A fenced code block: `info` is the word after the opening fence ("json", "" when none); `start`:`end` spans
+    the whole block, fences included, in the text it was found in."""
+
+    info: str
+    body: str
+    start: int
+    end: int
+    closed: bool
+
+
+def fenced_blocks(text: str) -> list[Fence]:
+    """The fenced code blocks of `text`, in order."""
+    blocks, lines, offset = [], text.splitlines(keepends=True), 0
+    i = 0
+    while i < len(lines):
+        opened = _FENCE_OPEN.fullmatch(lines[i].rstrip("\r\n"))
+        if opened is None or (opened.group(1)[0] == "`" and "`" in opened.group(2)):
+            offset += len(lines[i])
+            i += 1
+            continue
+        marker, start = opened.group(1), offset
+        closing = re.compile(rf" {{0,3}}{re.escape(marker[0])}{{{len(marker)},}}[ \t]*")
+        body_start = offset + len(lines[i])
+        offset, i = body_start, i + 1
+        while i < len(lines) and not closing.fullmatch(lines[i].rstrip("\r\n")):
+            offset += len(lines[i])
+            i += 1
+        closed = i < len(lines)
+        body = text[body_start:offset]
+        if closed:
+            offset += len(lines[i])
+            i += 1
+        info = opened.group(2).strip().split(maxsplit=1)
+        blocks.append(Fence(info[0] if info else "", body, start, offset, closed))
+    return blocks
+
+
+def mask_code(text: str) -> str:
+    """`text` with every fenced block, code span and HTML comment blanked (newlines kept): the same length, so an
+    offset found in the result points at the same place in `text`."""
+    chars = list(text)
+
+    def blank(start: int, end: int) -> None:
+        for k in range(start, end):
+            if chars[k] != "\n":
+                chars[k] = " "
+
+    for block in fenced_blocks(text):
+        blank(block.start, block.end)
+    rest = "".join(chars)
+    pos = 0
+    while (found := _INLINE.search(rest, pos)) is not None:
+        start = found.start()
+        if found.group() == "<!--":
+            end = rest.find("-->", found.end())
+            end = len(rest) if end < 0 else end + 3
+        else:
+            run = len(found.group())
+            close = re.compile(rf"(?<!`)`{{{run}}}(?!`)").search(rest, found.end())
+            if close is None or _BLANK_LINE.search(rest, found.end(), close.start()):
+                pos = found.end()  # a backtick run with no partner is plain text
+                continue
+            end = close.end()
+        blank(start, end)
+        pos = end
+    return "".join(chars)
