@@ -28,7 +28,8 @@ def test_jsonl_in_parquet_out(tmp_path):
     table = pq.read_table(out)
     assert table.schema.equals(OUTPUT_SCHEMA)
     assert [(r["row"], r["verdict"]) for r in table.to_pylist()] == [(0, "correct"), (1, "incorrect"), (2, "abstain")]
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.jsonl", "labels.parquet"]  # no temp file left
+    # no temp file left; the rejects file is written (empty) on every run
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.jsonl", "labels.parquet", "labels.rejects.parquet"]
 
 
 def test_console_script_with_config_and_jsonl_output(tmp_path):
@@ -70,10 +71,11 @@ def test_bad_arguments_fail_with_a_clear_message(tmp_path, args, message):
         main([*args, "--input", str(src), "--output", str(tmp_path / "o.jsonl")])
 
 
-def test_bad_input_line_is_named(tmp_path):
+def test_an_input_with_no_labelable_row_fails_naming_the_file(tmp_path):
+    """Bad rows are rejects (tests/pipelines/test_label_file_bad_input.py); a file of nothing else fails."""
     src = tmp_path / "in.jsonl"
     src.write_text('{"completion": "1"}\n{oops\n')
-    with pytest.raises(SystemExit, match="in.jsonl:2"):
+    with pytest.raises(SystemExit, match="in.jsonl: all 2 rows rejected"):
         main(["--labeler", "math_answer", "--input", str(src), "--output", str(tmp_path / "o.jsonl")])
 
 
