@@ -1,7 +1,9 @@
-"""Build the judge client a `backend:` config block names, behind the call cache when it has a `cache_dir`."""
+"""Build the judge client a `backend:` config block names, behind the call cache when it has a `cache_dir`, and
+behind the special-token guard always (guarded_client.py: untrusted text never reaches a tokenizer raw)."""
 
 from rewardmill.transforms.judges.call_cache import CachedJudgeClient
 from rewardmill.transforms.judges.client import BackendConfig, JudgeClient
+from rewardmill.transforms.judges.guarded_client import GuardedJudgeClient
 
 # Set while `rewardmill plan` runs (transforms/planning/judge_calls.py): a factory of clients that count the requests
 # a labeler would send, against the call cache, and send none. Judges build every client here, inner ones included.
@@ -9,10 +11,11 @@ planning_factory = None
 
 
 def make_client(config: BackendConfig) -> JudgeClient:
-    """The client for `config`; while a plan runs, its counting stand-in (nothing is sent)."""
+    """The client for `config`, guarded; while a plan runs, its counting stand-in (nothing is sent), guarded too so
+    it counts the calls that would really be keyed."""
     if planning_factory is not None:
-        return planning_factory(config)
-    return build_client(config)
+        return GuardedJudgeClient(planning_factory(config), config)
+    return GuardedJudgeClient(build_client(config), config)
 
 
 def build_client(config: BackendConfig) -> JudgeClient:

@@ -10,6 +10,9 @@ Position bias is large, so every pair is judged twice, (x as A, y as B) and (y a
 when both orders agree, otherwise it is a tie marked inconsistent (MT-Bench). `summarize` reports the dataset's
 swap-consistency rate, the judge's position-bias diagnostic. With n rollouts a prompt costs n(n-1) calls; with
 more than `max_opponents` + 1 rollouts each rollout meets only its next `max_opponents` neighbours (cyclic).
+
+The judge reads the answers after any leading reasoning block. A rollout whose answer has no substance scores 0.0
+(judge_base.no_answer_label) and its comparisons are decided without a call: it loses to any answer with substance.
 """
 
 import json
@@ -18,7 +21,13 @@ from dataclasses import dataclass, field
 from rewardmill.transforms.judges.client import BackendConfig, JudgeRequest, Sampling
 from rewardmill.transforms.judges.pairwise import build_pairwise, combine_orders, parse_pairwise, swap_consistency
 from rewardmill.transforms.labelers.base import Label
-from rewardmill.transforms.labelers.judge_base import JudgeLabeler, call_failed, question_of
+from rewardmill.transforms.labelers.judge_base import (
+    JudgeLabeler,
+    call_failed,
+    judged_answer,
+    no_answer_label,
+    question_of,
+)
 
 DIGITS = 6
 
@@ -50,7 +59,7 @@ def schedule(n: int, max_opponents: int) -> list[tuple[int, int]]:
 
 class PairwiseJudge(JudgeLabeler):
     name = "pairwise_judge"
-    version = "1"
+    version = "2"  # 2: reads the answer after reasoning; no substance = 0.0 and loses without a call
     reads = ("messages", "completion")
     Config = PairwiseJudgeConfig
 
@@ -60,7 +69,7 @@ class PairwiseJudge(JudgeLabeler):
 
     def request(self, messages, answer_a: str, answer_b: str) -> JudgeRequest:
         cfg = self.config
-        prompt = build_pairwise(question_of(messages), answer_a, answer_b, cfg.criteria)
+        prompt = build_pairwise(question_of(messages), judged_answer(answer_a), judged_answer(answer_b), cfg.criteria)
         return JudgeRequest(prompt, Sampling(temperature=0.0, max_tokens=cfg.max_tokens, seed=cfg.seed))
 
     def label(self, messages, completion: str) -> Label:
@@ -69,15 +78,24 @@ class PairwiseJudge(JudgeLabeler):
     def label_group(self, rows: list[tuple]) -> list[Label]:
         """All rollouts of one prompt (tuples of `reads`) -> one Label each, in the same order."""
         pairs = schedule(len(rows), self.config.max_opponents)
+        empty = {i for i, row in enumerate(rows) if self.screens_out(judged_answer(row[1]))}
+        asked = [(i, j) for i, j in pairs if i not in empty and j not in empty]
         requests = []
-        for i, j in pairs:
+        for i, j in asked:
             messages = rows[i][0]
             requests.append(self.request(messages, rows[i][1], rows[j][1]))  # x = i as A
             requests.append(self.request(messages, rows[j][1], rows[i][1]))  # y = j as A
         responses = self.client.complete(requests) if requests else []
+        answered = {pair: responses[2 * k : 2 * k + 2] for k, pair in enumerate(asked)}
         comparisons = []
-        for k, (i, j) in enumerate(pairs):
-            first, second = responses[2 * k], responses[2 * k + 1]
+        for i, j in pairs:
+            if (i, j) not in answered:  # an answer with no substance loses to one with substance, both: a tie
+                verdicts = ["tie", "tie"] if i in empty and j in empty else ["B", "A"] if i in empty else ["A", "B"]
+                comparisons.append(
+                    {"i": i, "j": j, "texts": [None, None], "errors": [None, None], "verdicts": verdicts}
+                )
+                continue
+            first, second = answered[(i, j)]
             comparisons.append(
                 {
                     "i": i,
@@ -87,7 +105,10 @@ class PairwiseJudge(JudgeLabeler):
                     "verdicts": [parse_pairwise(first.text).winner, parse_pairwise(second.text).winner],
                 }
             )
-        return [self.to_label(index, comparisons) for index in range(len(rows))]
+        return [
+            no_answer_label(self.config.aspect) if index in empty else self.to_label(index, comparisons)
+            for index in range(len(rows))
+        ]
 
     def to_label(self, index: int, comparisons: list[dict]) -> Label:
         """Pure: the comparisons of one prompt (each {i, j, texts, errors, verdicts}) -> rollout `index`'s Label."""

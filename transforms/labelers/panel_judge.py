@@ -30,7 +30,14 @@ from rewardmill.transforms.judges.panel import (
 )
 from rewardmill.transforms.judges.reference import TOP_LOGPROBS, build_correctness, build_equivalence, yes_no_vote
 from rewardmill.transforms.labelers.base import Label
-from rewardmill.transforms.labelers.judge_base import JudgeLabeler, call_failed, first_error, question_of
+from rewardmill.transforms.labelers.judge_base import (
+    JudgeLabeler,
+    call_failed,
+    first_error,
+    judged_answer,
+    no_answer_label,
+    question_of,
+)
 
 DIGITS = 6
 _DEFAULT_PROMPTS = {p.name: p.system_prompt for p in DEFAULT_PERSONAS}
@@ -94,7 +101,7 @@ class PanelJudgeConfig:
 
 class PanelJudge(JudgeLabeler):
     name = "panel_judge"
-    version = "1"
+    version = "2"  # 2: reads the answer after reasoning; no substance = 0.0 without a call
     reads = ("messages", "completion", "reference")
     Config = PanelJudgeConfig
 
@@ -104,7 +111,7 @@ class PanelJudge(JudgeLabeler):
 
     def prompt(self, messages, completion: str, reference: str | None) -> tuple[dict, ...]:
         """The task every panelist sees: a Likert rating, or yes/no against the reference (or plain correctness)."""
-        cfg, question = self.config, question_of(messages)
+        cfg, question, completion = self.config, question_of(messages), judged_answer(completion)
         if cfg.kind == "likert":
             return build_pointwise(question, completion, cfg.criteria, cfg.scale)
         if isinstance(reference, str) and reference.strip():
@@ -132,6 +139,12 @@ class PanelJudge(JudgeLabeler):
         return self.label_many([(messages, completion, reference)])[0]
 
     def label_many(self, rows: list[tuple]) -> list[Label]:
+        """Rows whose answer has no substance get no_answer_label and no call; the others go to the panel."""
+        ask = [i for i, row in enumerate(rows) if not self.screens_out(judged_answer(row[1]))]
+        labels = dict(zip(ask, self._judge([rows[i] for i in ask]), strict=True)) if ask else {}
+        return [labels.get(i) or no_answer_label(self.config.aspect) for i in range(len(rows))]
+
+    def _judge(self, rows: list[tuple]) -> list[Label]:
         first_requests = [self.requests(*row) for row in rows]
         first = self._send(first_requests)
         reflect = [self.config.reflection and self.split(replies) for replies in first]

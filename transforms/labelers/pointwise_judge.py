@@ -2,6 +2,8 @@
 
 Input columns: messages (the prompt), completion.   Output: score in [0, 1] (the Likert score rescaled; None =
 the judge gave no readable score), confidence, verdict, rationale, raw (the judge's text and what was parsed).
+The judge reads the answer after any leading reasoning block; an answer with no substance (empty, only symbols, a
+bare lead-in such as "Solution") scores 0.0 without a call (judge_base.no_answer_label).
 
 Confidence, after G-Eval and self-consistency: with one greedy call and a backend that returns logprobs, the score
 is the expected value over the score tokens' probabilities and confidence falls with its spread; with `samples` > 1
@@ -22,7 +24,13 @@ from rewardmill.transforms.judges.likert import (
     self_consistency,
 )
 from rewardmill.transforms.labelers.base import Label
-from rewardmill.transforms.labelers.judge_base import JudgeLabeler, call_failed, question_of
+from rewardmill.transforms.labelers.judge_base import (
+    JudgeLabeler,
+    call_failed,
+    judged_answer,
+    no_answer_label,
+    question_of,
+)
 
 # One greedy rating read from text alone: no measure of how sure the judge was.
 CONFIDENCE_UNCALIBRATED = 0.5
@@ -49,7 +57,7 @@ class PointwiseJudgeConfig:
 
 class PointwiseJudge(JudgeLabeler):
     name = "pointwise_judge"
-    version = "1"
+    version = "2"  # 2: reads the answer after reasoning; no substance = 0.0 without a call
     reads = ("messages", "completion")
     Config = PointwiseJudgeConfig
 
@@ -59,7 +67,7 @@ class PointwiseJudge(JudgeLabeler):
 
     def request(self, messages, completion: str) -> JudgeRequest:
         cfg = self.config
-        prompt = build_pointwise(question_of(messages), completion, cfg.criteria, cfg.scale)
+        prompt = build_pointwise(question_of(messages), judged_answer(completion), cfg.criteria, cfg.scale)
         if cfg.samples == 1:
             sampling = Sampling(temperature=0.0, max_tokens=cfg.max_tokens, seed=cfg.seed, top_logprobs=TOP_LOGPROBS)
         else:
@@ -70,8 +78,11 @@ class PointwiseJudge(JudgeLabeler):
         return self.label_many([(messages, completion)])[0]
 
     def label_many(self, rows: list[tuple]) -> list[Label]:
-        responses = self.client.complete([self.request(messages, completion) for messages, completion in rows])
-        return [self.to_label(response) for response in responses]
+        ask = [i for i, (_, completion) in enumerate(rows) if not self.screens_out(judged_answer(completion))]
+        responses = self.client.complete([self.request(*rows[i]) for i in ask]) if ask else []
+        answers = dict(zip(ask, responses, strict=True))
+        empty = no_answer_label(self.config.aspect)
+        return [self.to_label(answers[i]) if i in answers else empty for i in range(len(rows))]
 
     def to_label(self, response: JudgeResponse) -> Label:
         """Pure: a judge response -> Label. Malformed text gives score None (abstain) with the text kept."""

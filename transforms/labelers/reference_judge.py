@@ -4,6 +4,8 @@ Input columns: messages (the prompt), completion, reference (+ the appealed rule
 Output: score = P(yes) / (P(yes) + P(no)) at the answer token when the backend returns logprobs, else 1.0 / 0.0
 from the word; confidence = |2 P(yes) - 1| (0.5 flat without logprobs); verdict correct when score >= threshold;
 None with verdict abstain when the row has no reference or the reply has no readable yes/no; raw = the judge's text.
+The judge reads the answer after any leading reasoning block; an answer with no substance (empty, only symbols such
+as the Pitfalls paper's "{", a bare lead-in such as "Solution") scores 0.0, incorrect, without a call.
 
 Appeal mode (`appeal: {labeler, config}`), after "Pitfalls of Rule- and Model-based Verifiers": rule verifiers are
 precise but miss equivalent forms (12/36 vs 1/3, units, "x = 3"). The rule verifier runs first; a rollout it
@@ -18,7 +20,13 @@ from dataclasses import dataclass, field
 from rewardmill.transforms.judges.client import BackendConfig, JudgeRequest, JudgeResponse, Sampling
 from rewardmill.transforms.judges.reference import TOP_LOGPROBS, build_equivalence, parse_yes_no, response_p_yes
 from rewardmill.transforms.labelers.base import Label, resolve_labeler, safe_label
-from rewardmill.transforms.labelers.judge_base import JudgeLabeler, call_failed, question_of
+from rewardmill.transforms.labelers.judge_base import (
+    JudgeLabeler,
+    call_failed,
+    judged_answer,
+    no_answer_label,
+    question_of,
+)
 from rewardmill.transforms.labelers.math_answer import HEDGED
 
 DIGITS = 6
@@ -64,7 +72,7 @@ def _label_dict(label: Label) -> dict:
 
 class ReferenceJudge(JudgeLabeler):
     name = "reference_judge"
-    version = "2"  # 2: a hedged rule verdict is final (never appealed)
+    version = "3"  # 2: a hedged rule verdict is final (never appealed); 3: no substance = 0.0 without a call
     Config = ReferenceJudgeConfig
 
     def __init__(self, config: ReferenceJudgeConfig | None = None):
@@ -78,7 +86,7 @@ class ReferenceJudge(JudgeLabeler):
 
     def request(self, messages, completion: str, reference: str) -> JudgeRequest:
         cfg = self.config
-        prompt = build_equivalence(question_of(messages), completion, reference)
+        prompt = build_equivalence(question_of(messages), judged_answer(completion), reference)
         return JudgeRequest(prompt, Sampling(0.0, max_tokens=cfg.max_tokens, seed=cfg.seed, top_logprobs=TOP_LOGPROBS))
 
     def label(self, *values) -> Label:
@@ -86,10 +94,21 @@ class ReferenceJudge(JudgeLabeler):
 
     def label_many(self, rows: list[tuple]) -> list[Label]:
         rules = [self._rule_label(values) for values in rows]
-        ask = [i for i, (values, rule) in enumerate(zip(rows, rules, strict=True)) if self._needs_judge(values, rule)]
+        judged = [i for i, (row, rule) in enumerate(zip(rows, rules, strict=True)) if self._needs_judge(row, rule)]
+        empty = {i for i in judged if self.screens_out(judged_answer(rows[i][1]))}
+        ask = [i for i in judged if i not in empty]
         responses = self.client.complete([self.request(*rows[i][:3]) for i in ask]) if ask else []
         answers = dict(zip(ask, responses, strict=True))
-        return [self.to_label(values[2], rules[i], answers.get(i)) for i, values in enumerate(rows)]
+        return [
+            self.no_answer(rules[i]) if i in empty else self.to_label(values[2], rules[i], answers.get(i))
+            for i, values in enumerate(rows)
+        ]
+
+    def no_answer(self, rule: Label | None) -> Label:
+        """An answer with no substance: 0.0 without a call, the rule's verdict kept beside it in appeal mode."""
+        label = no_answer_label(self.config.aspect)
+        raw = {"judge": None, "no_substance": True} | ({"rule": _label_dict(rule)} if rule is not None else {})
+        return Label(label.score, label.confidence, label.verdict, label.rationale, json.dumps(raw), label.aspect)
 
     def _rule_label(self, values: tuple) -> Label | None:
         if self.rule is None:

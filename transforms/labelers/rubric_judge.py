@@ -35,7 +35,14 @@ from rewardmill.transforms.judges.rubric import (
     principles_score,
 )
 from rewardmill.transforms.labelers.base import Label
-from rewardmill.transforms.labelers.judge_base import JudgeLabeler, call_failed, first_error, question_of
+from rewardmill.transforms.labelers.judge_base import (
+    JudgeLabeler,
+    call_failed,
+    first_error,
+    judged_answer,
+    no_answer_label,
+    question_of,
+)
 
 DIGITS = 6
 MODES = ("prometheus", "principles")
@@ -155,7 +162,7 @@ class RubricJudgeConfig:
 
 class RubricJudge(JudgeLabeler):
     name = "rubric_judge"
-    version = "1"
+    version = "2"  # 2: reads the answer after reasoning; no substance = 0.0 without a call
     reads = ("messages", "completion", "reference", "rubric", "task")
     Config = RubricJudgeConfig
 
@@ -182,7 +189,7 @@ class RubricJudge(JudgeLabeler):
 
     def requests(self, plan: Plan, messages, completion: str, reference: str | None) -> list[JudgeRequest]:
         """Greedy requests for one row: one per Prometheus rubric, or one listing every principle."""
-        cfg, question = self.config, question_of(messages)
+        cfg, question, completion = self.config, question_of(messages), judged_answer(completion)
         sampling = Sampling(temperature=0.0, max_tokens=cfg.max_tokens)
         if cfg.mode == "principles" and cfg.principle_calls == "each":
             tokens = min(cfg.max_tokens, EACH_MAX_TOKENS)
@@ -197,6 +204,12 @@ class RubricJudge(JudgeLabeler):
         return self.label_many([(messages, completion, reference, rubric, task)])[0]
 
     def label_many(self, rows: list[tuple]) -> list[Label]:
+        """Rows whose answer has no substance get no_answer_label and no call; the others are graded."""
+        ask = [i for i, row in enumerate(rows) if not self.screens_out(judged_answer(row[1]))]
+        labels = dict(zip(ask, self._grade([rows[i] for i in ask]), strict=True)) if ask else {}
+        return [labels.get(i) or no_answer_label(self.config.aspect) for i in range(len(rows))]
+
+    def _grade(self, rows: list[tuple]) -> list[Label]:
         plans = [self.plan(rubric, task) for _, _, _, rubric, task in rows]
         requests = [self.requests(plan, *row[:3]) for plan, row in zip(plans, rows, strict=True)]
         flat = [r for row in requests for r in row]

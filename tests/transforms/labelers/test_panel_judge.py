@@ -235,4 +235,4 @@ def test_real_default_model_judges_and_reruns_from_the_call_cache(policy_dir, tm
     again = PanelJudge(config)
     again.set_call_cache(str(tmp_path / "calls"))
     assert again.label_many(rows) == first  # same bytes from the cache, no model loaded
-    assert again.usage()["cache_hits"] == calls and again.client.inner._policy is None
+    assert again.usage()["cache_hits"] == calls and again.client.inner.inner._policy is None  # guard(cache(model))

@@ -82,8 +82,10 @@ def test_real_default_model_judges_and_reruns_from_the_call_cache(policy_dir, tm
     first = judge.label_many(rows)
     judge.teardown()
     assert len(first) == 3 and all(lab.verdict in ("correct", "incorrect", "abstain") for lab in first)
-    assert all(json.loads(lab.raw)["texts"][0] is not None for lab in first)
+    assert all(json.loads(lab.raw)["texts"][0] is not None for lab in first[:2])
+    assert (first[2].score, first[2].verdict, first[2].raw) == (0.0, "incorrect", None)  # no answer: no call
     again = PointwiseJudge(config)
     again.set_call_cache(str(tmp_path / "calls"))
     assert again.label_many(rows) == first  # same bytes from the cache, no model loaded
-    assert again.usage()["cache_hits"] == 3 and again.client.inner._policy is None
+    # the client is guard(cache(model))
+    assert again.usage()["cache_hits"] == 2 and again.client.inner.inner._policy is None
