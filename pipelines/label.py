@@ -3,6 +3,11 @@
 With `--metrics`, also writes the stage's DVC metrics (metrics/labels/NAME.json): rows, rejects and verdicts,
 mean score and confidence, the labeler's own dataset statistics (`summarize`: swap consistency of a pairwise
 judge, a panel's agreement, ...) and this run's judge calls and tokens (Beam counters; cache hits included).
+
+A judge labeler is first probed (transforms/judges/probes.py): fixed attack completions (master keys, empty symbols,
+special-token and prompt injections) on `probe_prompts` of the run's prompts. Its false-positive rate goes in the
+metrics (`probes`) and the manifest; a judge above `max_probe_fpr` that params name as an assemble gate or override
+fails the stage before anything is labeled.
 """
 
 import argparse
@@ -11,7 +16,7 @@ from dataclasses import dataclass, field
 import apache_beam as beam
 import polars as pl
 
-from rewardmill.pipelines.config import from_dict, load_section
+from rewardmill.pipelines.config import from_dict, load_section, read_params
 from rewardmill.pipelines.conservation import ConservationError, id_frame, labeled_or_rejected, reconcile
 from rewardmill.pipelines.stage import (
     StageTimer,
@@ -30,8 +35,17 @@ from rewardmill.schemas import LABEL_V1, ROLLOUT_V2
 from rewardmill.transforms.io import storage
 from rewardmill.transforms.io.json_file import WriteJson, pop_json
 from rewardmill.transforms.io.parquet import ReadStageOutput, WriteSortedParquet
+from rewardmill.transforms.judges import probes
 from rewardmill.transforms.labelers import get_labeler_class
-from rewardmill.transforms.labelers.beam import NOT_APPLICABLE, REJECTED, USAGE_NAMESPACE, LabelAll, LabelRollouts
+from rewardmill.transforms.labelers.beam import (
+    NOT_APPLICABLE,
+    REJECTED,
+    USAGE_NAMESPACE,
+    LabelAll,
+    LabelRollouts,
+    uses_groups,
+)
+from rewardmill.transforms.labelers.judge_base import JudgeLabeler
 from rewardmill.transforms.labelers.normalize import normalize_output
 from rewardmill.transforms.labelers.stats import label_stats
 from rewardmill.transforms.planning.budget import Admission, Budget
@@ -53,6 +67,12 @@ class LabelerParams:
     # The most this stage sends in one run (judge calls, tokens, USD at params `prices`); prompts beyond it are
     # rejected with reason `budget`, and a rerun with a larger budget continues from the caches. null = no cap.
     budget: Budget = field(default_factory=Budget)
+    # Judges only: attack probes (transforms/judges/probes.py) run on this many of the run's prompts (0 = none). Their
+    # calls go through the judge's call cache, so a rerun costs nothing.
+    probe_prompts: int = 4
+    # The largest share of probes a judge may credit and still be an assemble gate or override (above it the stage
+    # fails); a judge used only to rank reports its rate and runs.
+    max_probe_fpr: float = 0.1
 
 
 def resolve(name: str, params: LabelerParams):
@@ -116,6 +136,26 @@ def check_conservation(stage: str, out_dir: str, rollouts: int, not_applicable: 
     )
 
 
+def probe(name: str, params: LabelerParams, cls, config, rollouts_dir: str, cache_dir: str | None) -> dict | None:
+    """The judge's attack-probe report (None for a labeler that is no judge, or probe_prompts 0); fails the stage
+    when the judge is above max_probe_fpr and params name it as an assemble gate or override."""
+    if not issubclass(cls, JudgeLabeler) or params.probe_prompts <= 0:
+        return None
+    labeler = cls(config)
+    tasks = params.tasks if params.tasks is not None else getattr(labeler, "tasks", None)  # as LabelRollouts routes
+    report = probes.probe_judge(
+        labeler,
+        rollouts_dir,
+        params.probe_prompts,
+        tasks=tasks,
+        cache_dir=cache_dir,
+        grouped=uses_groups(cls, config),
+        max_fpr=params.max_probe_fpr,
+    )
+    probes.check_roles(name, report, (read_params().get("assemble") or {}).get("aggregate") or {})
+    return report
+
+
 def admission(name: str, params: LabelerParams, rollouts_dir: str, cache_dir: str | None) -> Admission | None:
     """Which prompts fit under the stage's budget (None: no budget), from its plan over the caches' state."""
     if not params.budget.limited:
@@ -146,6 +186,7 @@ def main(argv: list[str] | None = None) -> None:
     stage = f"label@{args.name}"
     admitted = admission(args.name, params, args.rollouts, args.cache)
     over = frozenset(admitted.excluded) if admitted else frozenset()
+    probed = probe(args.name, params, cls, config, args.rollouts, args.cache)  # fails fast on a gate that is fooled
     timer = StageTimer(stage)
     with atomic_output(out) as tmp:
         result = run_pipeline(
@@ -168,14 +209,18 @@ def main(argv: list[str] | None = None) -> None:
                 "labeler_version": cls.version,
                 "not_applicable": not_applicable,
             }
-            | ({"summary": stats["labeler"]} if "labeler" in stats else {}),
+            | ({"summary": stats["labeler"]} if "labeler" in stats else {})
+            | ({"probes": probed} if probed else {}),
         )
     if args.metrics:
         usage = counter_totals(result, USAGE_NAMESPACE)
         budget = {"budget": budget_record(admitted)} if admitted else {}
+        probed_metrics = {"probes": probes.summary(probed)} if probed else {}
         write_json_atomic(
             args.metrics,
-            {**stats, "not_applicable": not_applicable, "rejects": manifest["rejects"], "usage": usage} | budget,
+            {**stats, "not_applicable": not_applicable, "rejects": manifest["rejects"], "usage": usage}
+            | budget
+            | probed_metrics,
         )
     timer.done(manifest)
     if admitted:
