@@ -5,6 +5,7 @@ rewardmill run label math_answer --rollouts data/rollouts --out /tmp/labels
 rewardmill push --repo-id owner/name --revision v1.0
 rewardmill stages
 rewardmill plan                                  # requests, tokens and money per stage, before any is spent
+rewardmill audit --skip-judges                   # each labeler's precision and hack pass rate on the gold packs
 rewardmill --params other.yaml run assemble      # any params file (REWARDMILL_PARAMS does the same)
 
 A user's mistake (a params key, a missing input folder, an unknown labeler) prints one line saying what is wrong and
@@ -138,6 +139,9 @@ def dispatch(argv: list[str]) -> int:
         "--settings", action="store_true", help="each stage's settings, defaults filled in (the same as --params)"
     )
     sub.add_parser("label", help="label a JSONL/Parquet file of rollouts outside DVC", add_help=False)
+    sub.add_parser(
+        "audit", help="measure each labeler's precision, recall and hack pass rate on the gold packs", add_help=False
+    )
     sub.add_parser("new-labeler", help="scaffold a labeler file, its test and its params entry", add_help=False)
     sub.add_parser("push", help="upload the export folder to a Hugging Face dataset repo, tagged", add_help=False)
     sub.add_parser("plan", help="what each stage would send: requests, tokens, money", add_help=False)
@@ -149,6 +153,7 @@ def dispatch(argv: list[str]) -> int:
     )
     own_parsers = {
         "label": "label_file",
+        "audit": "audit",
         "new-labeler": "scaffold",
         "push": "push",
         "plan": "plan",

@@ -9,6 +9,9 @@ writes metrics/validate.json (with the step labels' statistics and agreement whe
 data in --plots, and exits non-zero, naming the dataset and the failed expectations, when any suite failed.
 With `validate.view` it also writes reports/view.html: one static, offline page to look at the datasets, their
 rejects and the labels behind each pair (the page `rewardmill view data/datasets` writes; transforms/view).
+It also measures every configured rule labeler on the gold packs in --packs (`rewardmill audit`: precision, recall,
+abstain rate, hack pass rate with intervals; judges only with `validate.audit_judges`) into `labeler_audit` of the
+metrics, and fails when one's precision is below `validate.min_labeler_precision`, naming it.
 """
 
 import argparse
@@ -23,7 +26,8 @@ from typing import Any
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
-from rewardmill.pipelines.config import load_section
+from rewardmill.pipelines.audit import audit, for_metrics, precision_check
+from rewardmill.pipelines.config import load_section, read_params
 from rewardmill.pipelines.stage import (
     atomic_output,
     load_beam_config,
@@ -34,6 +38,7 @@ from rewardmill.pipelines.stage import (
 )
 from rewardmill.schemas import PAIR_V2, PRM_V1, REWARD_V1, RL_V1, SFT_V1
 from rewardmill.schemas.common import schema_id
+from rewardmill.transforms.evaluation.gold_packs import PACKS_DIR, GoldPackError
 from rewardmill.transforms.io import timings
 from rewardmill.transforms.validation.dataset_metrics import kept_rewards
 from rewardmill.transforms.validation.folders import REWARDS, read_columns, subfolders
@@ -65,6 +70,11 @@ class ValidateConfig:
     # The evaluate stage's reward model must score chosen above rejected on at least this share of the held-out
     # pairs (metrics/evaluate.json); null = not checked
     min_rm_accuracy: float | None = None
+    # Every audited labeler's precision on the gold packs (of the rows it calls correct, the share that are) must
+    # reach this; null = not checked
+    min_labeler_precision: float | None = 0.9
+    # Also audit model-based labelers (judges, reward models): a model call per gold row, minutes on a CPU
+    audit_judges: bool = False
     view: bool = True  # write reports/view.html, the offline page to look at the datasets (rewardmill view)
     view_max_rows: int = DEFAULT_MAX_ROWS  # rows per dataset on that page (the first in id order); the rest counted
 
@@ -72,8 +82,10 @@ class ValidateConfig:
         for name in ("min_pairs", "min_rl_rows", "min_sft_rows", "view_max_rows"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0")
-        if self.min_rm_accuracy is not None and not 0 <= self.min_rm_accuracy <= 1:
-            raise ValueError(f"min_rm_accuracy must be in [0, 1], got {self.min_rm_accuracy}")
+        for name in ("min_rm_accuracy", "min_labeler_precision"):
+            value = getattr(self, name)
+            if value is not None and not 0 <= value <= 1:
+                raise ValueError(f"{name} must be in [0, 1], got {value}")
 
     def min_rows(self) -> dict[str, int]:
         """Schema id -> the fewest rows that pass. An empty PRM dataset passes: tiny or strict steps settings can
@@ -223,6 +235,18 @@ def rm_accuracy_check(minimum: float | None, evaluation: str | None) -> dict[str
     return {**check, "accuracy": accuracy, "success": True, "reason": f"{accuracy} ({interval}) >= {minimum}"}
 
 
+def labeler_audit(cfg: ValidateConfig, packs: str | None) -> dict[str, Any]:
+    """`rewardmill audit` of params `labelers` on the gold packs (judges when cfg.audit_judges), with the precision
+    check against cfg.min_labeler_precision under `check` (None when off)."""
+    try:
+        report = audit(
+            read_params().get("labelers") or {}, Path(packs) if packs else PACKS_DIR, judges=cfg.audit_judges
+        )
+    except GoldPackError as exc:
+        raise SystemExit(f"{STAGE}: {exc}") from exc
+    return {**for_metrics(report), "check": precision_check(report, cfg.min_labeler_precision)}
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--prompts", default="data/prompts", help="the prompts folder")
@@ -236,6 +260,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--metrics", default="metrics/validate.json", help="the DVC metrics JSON to write")
     parser.add_argument("--plots", default="plots", help="folder for the DVC plot data (CSV)")
     parser.add_argument("--evaluation", default=None, help="the evaluate stage's metrics (validate.min_rm_accuracy)")
+    parser.add_argument("--packs", default=None, help="the gold packs the labelers are audited on (default: shipped)")
     args = parser.parse_args(argv)
     setup_logging()
     cfg = load_section(ValidateConfig, STAGE)
@@ -245,6 +270,7 @@ def main(argv: list[str] | None = None) -> None:
     # also checks every input
     metrics = compute_metrics(args.prompts, args.rollouts, args.labels, args.datasets, steps=args.steps)
 
+    audited = labeler_audit(cfg, args.packs)
     qa = label_qa(subfolders(args.labels), args.rollouts, Path(args.datasets) / REWARDS)
     metrics["label_qa"] = qa_summary(qa)
     with atomic_output(args.reports) as folder:  # local folders: DVC metrics and plots, and HTML pages
@@ -279,6 +305,7 @@ def main(argv: list[str] | None = None) -> None:
     rm_check = rm_accuracy_check(cfg.min_rm_accuracy, args.evaluation)
     if rm_check is not None:
         metrics["rm_accuracy"] = rm_check
+    metrics["labeler_audit"] = audited
     write_json_atomic(args.metrics, metrics)
     log.info(
         "%s: done in %.1fs: reports, Data Docs (%s) and label QA (%s) in %s, metrics in %s, plots in %s",
@@ -293,6 +320,9 @@ def main(argv: list[str] | None = None) -> None:
     message = failure_message(reports, args.reports)
     if rm_check is not None and not rm_check["success"]:
         message = "\n".join(filter(None, [message, f"{STAGE}: {rm_check['reason']}"]))
+    check = audited["check"]
+    if check is not None and not check["success"]:
+        message = "\n".join(filter(None, [message, *(f"{STAGE}: {failure}" for failure in check["failures"])]))
     if message:
         raise SystemExit(message)  # printed once on stderr; exit status 1
 

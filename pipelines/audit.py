@@ -1,0 +1,138 @@
+"""`rewardmill audit`: each configured labeler's precision, recall, abstain rate and hack pass rate on the gold packs.
+
+Measures every params `labelers:` entry (or the --labeler keys) with its params config on the gold pack rows for
+it (transforms/evaluation/gold_packs.py says which rows), prints a table and, with --output, writes the JSON the
+validate stage also records under `labeler_audit` in metrics/validate.json. Intervals are 95% Wilson intervals.
+
+Model-based labelers (judges, reward models) call their model on every row they are measured on: they run unless
+--skip-judges (their calls go through the judge's own call cache when its backend sets `cache_dir`). Labelers that
+compare the rollouts of one prompt (pairwise judges, self-consistency) are reported as not measured: gold rows are
+single completions.
+
+    rewardmill audit                                  # every labeler in params.yaml
+    rewardmill audit --labeler math_answer --output audit.json
+    rewardmill audit --skip-judges --packs my/packs   # rule verifiers only, on other packs
+"""
+
+import argparse
+import logging
+import sys
+from pathlib import Path
+from typing import Any
+
+from rewardmill.pipelines.config import ConfigError, from_dict, read_params, to_plain
+from rewardmill.pipelines.label import LabelerParams, resolve
+from rewardmill.pipelines.stage import setup_logging, write_json_atomic
+from rewardmill.transforms.evaluation.audit import measure, share, text_table
+from rewardmill.transforms.evaluation.gold_packs import PACKS_DIR, GoldPackError, GoldRow, load_packs, rows_for
+from rewardmill.transforms.labelers import LABELERS, UnknownLabeler
+from rewardmill.transforms.labelers.beam import uses_groups
+from rewardmill.transforms.labelers.judge_base import JudgeLabeler
+from rewardmill.transforms.labelers.reward_model import RewardModelScorer
+
+log = logging.getLogger("rewardmill")
+MODEL_BASED = (JudgeLabeler, RewardModelScorer)  # labelers that call a model for every row
+
+
+def needs_model(cls) -> bool:
+    return isinstance(cls, type) and issubclass(cls, MODEL_BASED)
+
+
+def audit_labeler(key: str, raw: Any, rows: list[GoldRow], judges: bool, confidence: float) -> dict[str, Any]:
+    """The audit of params entry `labelers.<key>` (`raw`): its metrics, or `skipped` saying why it was not measured."""
+    params = from_dict(LabelerParams, raw if raw is not None else {}, f"labelers.{key}")
+    cls, config = resolve(key, params)
+    head = {"labeler": params.labeler, "version": str(cls.version)}
+    if needs_model(cls) and not judges:
+        return {**head, "skipped": "model-based: not run (--skip-judges, or validate.audit_judges: false)"}
+    if uses_groups(cls, config):
+        return {**head, "skipped": "compares the rollouts of a prompt: gold rows are single completions"}
+    labeler = cls(config)
+    tasks = params.tasks if params.tasks is not None else getattr(labeler, "tasks", None)
+    tasks_of = {k: getattr(c, "tasks", None) for k, c in LABELERS.items()}
+    chosen, how, left_out = rows_for(rows, params.labeler, tasks, to_plain(config), tasks_of)
+    head |= {"tasks": None if tasks is None else list(tasks), "rows_from": how}
+    if not chosen:
+        return {**head, "rows": 0, "left_out": left_out, "skipped": "no gold rows for it or its tasks"}
+    log.info("audit: %s (%s) on %d gold rows", key, params.labeler, len(chosen))
+    try:
+        result = measure(labeler, chosen, confidence)
+    finally:
+        if callable(getattr(labeler, "teardown", None)):
+            labeler.teardown()
+    left_out = {**left_out, **{k: left_out.get(k, 0) + n for k, n in result.pop("left_out").items()}}
+    return {**head, "packs": sorted({r.pack for r in chosen}), **result, "left_out": left_out}
+
+
+def audit(
+    labelers: dict[str, Any],
+    packs: Path = PACKS_DIR,
+    keys: list[str] | None = None,
+    judges: bool = True,
+    confidence: float = 0.95,
+) -> dict[str, Any]:
+    """{packs, pack_rows, confidence, labelers: {key: audit}} for the params `labelers` entries `keys` (default:
+    all). An unknown key or a bad pack raises ConfigError / GoldPackError naming it."""
+    unknown = [k for k in keys or () if k not in labelers]
+    if unknown:
+        raise ConfigError(f"audit: no labeler {unknown} in params `labelers`; configured: {sorted(labelers)}")
+    rows = load_packs(packs)
+    if not rows:
+        log.warning("audit: no gold pack rows in %s: nothing is measured", packs)
+    results = {key: audit_labeler(key, labelers[key], rows, judges, confidence) for key in keys or sorted(labelers)}
+    return {"packs": str(packs), "pack_rows": len(rows), "confidence": confidence, "labelers": results}
+
+
+def precision_check(report: dict[str, Any], minimum: float | None) -> dict[str, Any] | None:
+    """{min, success, failures, reason} of every measured labeler's precision against `minimum`; None when no
+    minimum is set. A labeler not measured, or that called no row correct (precision undefined), does not fail."""
+    if minimum is None:
+        return None
+    failures = []
+    for key, r in sorted(report["labelers"].items()):
+        precision = r.get("precision") or {}
+        if precision.get("value") is not None and precision["value"] < minimum:
+            wrong = [d["id"] for d in r.get("disagreements", []) if d.get("called_correct") and d["gold"] != "correct"]
+            failures.append(
+                f"labeler '{key}' ({r['labeler']}) has precision {share(precision)} on the gold packs, below "
+                f"validate.min_labeler_precision {minimum}; credited wrong rows: {wrong}"
+            )
+    reason = "; ".join(failures) if failures else f"every measured labeler's precision >= {minimum}"
+    return {"min": minimum, "success": not failures, "failures": failures, "reason": reason}
+
+
+def for_metrics(report: dict[str, Any]) -> dict[str, Any]:
+    """The report with each disagreement reduced to its row id (the full rows are `rewardmill audit`'s)."""
+    labelers = {
+        key: {**r, "disagreements": [d["id"] for d in r["disagreements"]]} if "disagreements" in r else r
+        for key, r in report["labelers"].items()
+    }
+    return {**report, "labelers": labelers}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="rewardmill audit", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--labeler", action="append", metavar="KEY", help="a params `labelers` key (repeatable)")
+    parser.add_argument("--packs", type=Path, default=PACKS_DIR, help="folder of gold packs (*.jsonl)")
+    parser.add_argument("--output", type=Path, default=None, help="write the results as JSON here")
+    parser.add_argument("--skip-judges", action="store_true", help="do not run model-based labelers")
+    parser.add_argument("--confidence", type=float, default=0.95, help="interval confidence level")
+    args = parser.parse_args(argv)
+    setup_logging()
+    try:
+        labelers = read_params().get("labelers") or {}
+        report = audit(labelers, args.packs, args.labeler, not args.skip_judges, args.confidence)
+    except (ConfigError, GoldPackError, UnknownLabeler) as exc:
+        print(f"rewardmill audit: error: {exc}", file=sys.stderr)
+        return 2
+    print(text_table(report["labelers"]))
+    if args.output is not None:
+        write_json_atomic(str(args.output), report)
+        log.info("audit: wrote %s", args.output)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
