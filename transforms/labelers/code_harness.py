@@ -1,5 +1,6 @@
-"""The pieces of code verification that need no sandbox: the tests spec, code extraction and stdout comparison.
-Pure functions. (The programs that run the code and the tests are in code_protocol.py.)
+"""The pieces of code verification that need no sandbox: the tests spec, the tests' namespace plan and stdout
+comparison. Pure functions. (Code extraction is in code_extract.py; the programs that run the code and the tests
+are in sandboxed/, bundled by code_protocol.py.)
 
 Tests arrive as JSON in one of three styles:
   {"style": "asserts", "asserts": ["assert f(1) == 2", ...], "setup": "optional code run before them"}
@@ -8,8 +9,11 @@ Tests arrive as JSON in one of three styles:
 A bare JSON list of assert strings is read as the asserts style (MBPP's `test_list`).
 """
 
+import ast
+import builtins
 import json
 import re
+import sys
 from dataclasses import dataclass
 
 STYLES = ("asserts", "humaneval", "stdio")
@@ -75,26 +79,6 @@ def _text(tests: dict, key: str) -> str:
     return value
 
 
-FENCE = re.compile(r"^[ \t]*```[ \t]*([\w+-]*)[^\n]*\n(.*?)(?:^[ \t]*```[ \t]*$|\Z)", re.M | re.S)
-PYTHON_TAGS = ("python", "py", "python3")
-
-
-def extract_code(completion: str) -> str:
-    """The last ```python block; else the last untagged ``` block; else the whole text. An unclosed last fence
-    (a completion cut at max tokens) runs to the end of the text."""
-    blocks = [(tag.lower(), body) for tag, body in FENCE.findall(completion)]
-    for wanted in (PYTHON_TAGS, ("",)):
-        tagged = [body for tag, body in blocks if tag in wanted]
-        if tagged:
-            return _trim(tagged[-1])
-    return _trim(completion)
-
-
-def _trim(code: str) -> str:
-    """Drop blank lines at the start and whitespace at the end; keep indentation (a HumanEval body is indented)."""
-    return re.sub(r"\A(?:[ \t]*\n)+", "", code).rstrip()
-
-
 def humaneval_program(code: str, spec: TestsSpec) -> str:
     """HumanEval completions are either a body continuing the prompt or a whole function. The prompt always
     goes first: it carries the imports and helper functions (e.g. is_palindrome for make_palindrome)."""
@@ -115,3 +99,70 @@ def same_output(expected: str, actual: str) -> bool:
         return out
 
     return lines(expected) == lines(actual)
+
+
+def tests_plan(spec: TestsSpec) -> dict:
+    """What the tests' namespace holds besides the real builtins, derived from the tests and the prompt (never from
+    the completion): `modules`, the stdlib modules the tests use by name without importing them (the real module,
+    whatever the completion binds to that name); `prompt`, the prompt's own code (its helpers); `declared`, the
+    names taken from the completion: the entry point, and the names the tests use that are not builtins, modules,
+    the prompt's, or bound by the tests themselves; `standalone[i]`, whether test i uses no name an earlier test
+    binds (only then can a dry run of it alone show that it is broken by itself). A completion's `abs`, `math` or
+    `poly` is not declared, so it never reaches the tests."""
+    tests = [_parse(code) for code in (spec.setup, *spec.asserts)]
+    bound = set().union(*(_bound(tree) for tree in tests))
+    prompt = _parse(spec.prompt)
+    helpers = _bound(prompt) - {spec.entry_point}
+    loaded = set().union(*(_loaded(tree) for tree in tests))
+    attr_only = set().union(*(_modules_used(tree) for tree in tests))
+    builtin = set(dir(builtins))
+    free = loaded - bound - helpers - builtin - {spec.entry_point}
+    modules = sorted(name for name in free if name in attr_only and name in sys.stdlib_module_names)
+    declared = sorted(free - set(modules))
+    if spec.entry_point:
+        declared = [spec.entry_point, *declared]
+    earlier: set[str] = set()
+    standalone = []
+    for tree in tests[1:]:
+        standalone.append(not (_loaded(tree) & earlier))
+        earlier |= _bound(tree)
+    return {"modules": modules, "prompt": spec.prompt, "declared": declared, "standalone": standalone}
+
+
+def _parse(code: str) -> ast.Module:
+    try:
+        return ast.parse(code)
+    except (SyntaxError, ValueError):  # a test that does not compile is reported by the tests' program
+        return ast.Module(body=[], type_ignores=[])
+
+
+def _loaded(tree: ast.AST) -> set[str]:
+    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+
+
+def _bound(tree: ast.AST) -> set[str]:
+    """Every name the code binds anywhere: assignments, loop and comprehension targets, functions, classes and
+    their parameters, imports, `except ... as`, `with ... as`, match captures."""
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            names.add(node.id)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, ast.arg):
+            names.add(node.arg)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update((a.asname or a.name).split(".")[0] for a in node.names)
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            names.add(node.name)
+        elif isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name:
+            names.add(node.name)
+    return names
+
+
+def _modules_used(tree: ast.AST) -> set[str]:
+    """Names used only as `name.attribute` (how a module is used; a function the tests call is not)."""
+    as_value = {n.value.id for n in ast.walk(tree) if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)}
+    other = {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)}
+    elsewhere = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and id(n) not in other}
+    return as_value - elsewhere

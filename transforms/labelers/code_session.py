@@ -1,10 +1,12 @@
 """Run a completion and its tests in two sandboxes and relay the calls between them (code_protocol.py says why).
 
-The relay is the only link: the tests' `C` lines go to the completion's stdin, the completion's reply lines go to
-the tests' stdin, and the tests' `R` lines are the report. It enforces what the processes cannot be trusted to:
-a call the completion does not answer within the per-test limit (plus a grace second) gets its process killed and
-the tests told `{"dead": ..., "timeout": true}`; a completion that exits or sends a line longer than
-`MAX_LINE_BYTES` is dead too; and the whole session has one wall-clock deadline.
+The relay is the only link: the tests' `C` lines go to the completion's stdin, each line the completion writes goes
+to the tests' stdin as `c <line>` (so nothing it writes can pass for the relay's word), and the tests' `R` lines
+are the report. The relay decides what the completion cannot be trusted to report: loading that does not answer
+within the load allowance, or a call not answered within the per-test limit (plus a grace second), gets its
+process killed and the tests told `r {"dead": ..., "timeout": true}`; a completion that exits or sends a line
+longer than `MAX_LINE_BYTES` is dead too (`r {"dead": ..., "timeout": false}`); and the whole session has one
+wall-clock deadline.
 """
 
 import json
@@ -12,6 +14,7 @@ import os
 import selectors
 import signal
 import time
+from collections import deque
 from dataclasses import dataclass
 
 from rewardmill.transforms.labelers.sandbox import Sandbox, SandboxLimits, SandboxResult
@@ -43,6 +46,7 @@ def run_session(
     tests_code: str,
     limits: SandboxLimits,
     call_seconds: float,
+    load_seconds: float,
 ) -> SessionResult:
     """Start both programs with `limits` each, relay until the tests finish or the deadline passes, then stop both."""
     candidate = sandbox.spawn(candidate_code, limits)
@@ -52,6 +56,7 @@ def run_session(
         candidate.finish((b"", False), (b"", False), False)
         raise
     relay = _Relay(candidate.proc, tests.proc, limits.max_output_bytes, call_seconds + CALL_GRACE_SECONDS)
+    relay.expect(candidate.start, load_seconds + CALL_GRACE_SECONDS)  # the load message, sent unasked
     try:
         relay.run(candidate.start + limits.timeout_seconds)
     finally:
@@ -71,7 +76,7 @@ class _Relay:
         self.killed: str | None = None
         self.killed_for_timeout = False
         self.dead: dict | None = None  # the notice the tests get once the completion is gone
-        self.waiting_since: float | None = None  # a call forwarded and not yet answered
+        self.waiting: deque[tuple[float, float]] = deque()  # (since, allowed seconds) per unanswered message
         self.errs = {candidate.stderr.fileno(): bytearray(), tests.stderr.fileno(): bytearray()}
         self.dropped = dict.fromkeys(self.errs, False)
         self.from_candidate, self.from_tests = _Pipe(), _Pipe()
@@ -99,8 +104,8 @@ class _Relay:
                 if now >= deadline:
                     self.timed_out = True
                     return
-                if self.waiting_since is not None and now - self.waiting_since > self.call_seconds:
-                    self._kill_candidate("a call to the completion did not return in time", timeout=True)
+                if self.waiting and now - self.waiting[0][0] > self.waiting[0][1]:
+                    self._kill_candidate("the completion did not answer in time", timeout=True)
                 self._sync_writers(sel)
                 for key, events in sel.select(timeout=min(0.1, deadline - now)):
                     if events & selectors.EVENT_WRITE:
@@ -146,10 +151,14 @@ class _Relay:
         else:
             sel.unregister(fd)
 
+    def expect(self, since: float, seconds: float) -> None:
+        self.waiting.append((since, seconds))
+
     def _candidate_line(self, line: bytes) -> None:
         if self.dead is None:
-            self.waiting_since = None
-            self.queues[self.to_tests] += line + b"\n"
+            if self.waiting:
+                self.waiting.popleft()
+            self.queues[self.to_tests] += b"c " + line + b"\n"
 
     def _tests_line(self, line: bytes) -> None:
         kind, _, body = line.partition(b" ")
@@ -160,9 +169,9 @@ class _Relay:
                 pass
         elif kind == b"C":
             if self.dead is not None:
-                self.queues[self.to_tests] += json.dumps(self.dead).encode() + b"\n"
+                self.queues[self.to_tests] += b"r " + json.dumps(self.dead).encode() + b"\n"
             else:
-                self.waiting_since = time.monotonic()
+                self.expect(time.monotonic(), self.call_seconds)
                 self.queues[self.to_candidate] += body + b"\n"
 
     def _kill_candidate(self, why: str, timeout: bool) -> None:
@@ -176,9 +185,9 @@ class _Relay:
 
     def _mark_dead(self, why: str, timeout: bool) -> None:
         self.dead = {"dead": why, "timeout": timeout}
-        self.waiting_since = None
+        self.waiting.clear()
         self.queues[self.to_candidate].clear()
-        self.queues[self.to_tests] += json.dumps(self.dead).encode() + b"\n"
+        self.queues[self.to_tests] += b"r " + json.dumps(self.dead).encode() + b"\n"
 
     def _sync_writers(self, sel) -> None:
         for fd, queue in self.queues.items():

@@ -3,15 +3,16 @@
 import json
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from rewardmill.transforms.labelers.base import Label
+from rewardmill.transforms.labelers.code_extract import extract
 from rewardmill.transforms.labelers.code_harness import (
     TestsSpec,
-    extract_code,
     humaneval_program,
     parse_tests,
     same_output,
+    tests_plan,
 )
 from rewardmill.transforms.labelers.code_protocol import candidate_script, tests_script
 from rewardmill.transforms.labelers.code_session import run_session
@@ -24,13 +25,13 @@ from rewardmill.transforms.labelers.sandbox import (
 )
 from rewardmill.transforms.labelers.sandbox_isolation import MECHANISMS
 
-# A failing test is a concrete counterexample; passing tests can under-specify the task; a timeout can also
-# come from a loaded machine.
+# A failing test is a concrete counterexample; passing tests can under-specify the task; a timeout or a crash is
+# verified not correct (the code did not finish what the tests asked), though a loaded machine can slow it.
 CONFIDENCE_CORRECT = 0.95
 CONFIDENCE_INCORRECT = 0.99
-CONFIDENCE_TIMEOUT = 0.5
+CONFIDENCE_STOPPED = 0.9
 STARTUP_SECONDS = 2.0  # interpreter start-up allowance on top of the per-test budget
-FAILING = ("fail", "error", "crash")
+STOPPED = ("timeout", "crash")  # the completion's run stopped: score 0, whatever passed before
 
 
 @dataclass(frozen=True)
@@ -66,17 +67,20 @@ class CodeTestsConfig:
 class CodeTestsVerifier:
     """Score = fraction of the prompt's tests the completion's code passes, run in a sandbox (sandbox.py).
 
-    Input columns: completion (code: the last ```python block, else the whole text), tests (JSON; styles in
-    code_harness.py). Output: score, verdict correct (all pass) | incorrect (any test fails, errors or crashes,
-    or the code does not compile / raises on load) | timeout (only timeouts besides passes) | error (score None:
-    malformed tests, or "sandbox: ..." when the sandbox could not run) | abstain (no tests); raw = per-test
-    results JSON.
+    Input columns: completion (the code it submits: the blocks defining what the tests call, code_extract.py),
+    tests (JSON; styles in code_harness.py). Output: score, verdict correct (all pass) | incorrect (score = pass
+    rate when tests fail or the code raises; 0.0 when the code does not compile, raises on load, or times out or
+    crashes anywhere: a run that never finished must not rank above an honest wrong answer) | error (score None,
+    only for what is provably not the completion's doing: malformed tests, tests that fail on their own in a dry
+    run, or "sandbox: ..." when the sandbox could not run) | abstain (no tests); rationale names the code run;
+    raw = per-test results JSON.
     """
 
     name = "code_tests"
     # 2: the completion and the tests run in two sandboxes (code_protocol.py); 3: no per-test timings in `raw` (a
-    # label's bytes must not depend on the machine's speed)
-    version = "3"
+    # label's bytes must not depend on the machine's speed); 4: the tests see only declared names, the relay wraps
+    # the completion's lines, timeouts and crashes are incorrect/0, the code run is chosen by the names tested
+    version = "4"
     reads = ("completion", "tests")
     tasks = ("code",)
     Config = CodeTestsConfig
@@ -104,19 +108,22 @@ class CodeTestsVerifier:
             spec = parse_tests(tests)
         except ValueError as exc:
             return Label(None, 0.0, "error", f"tests: {exc}"[:500])
-        code = extract_code(completion or "")
+        plan = tests_plan(spec) if spec.style != "stdio" else None
+        extracted = extract(completion or "", tuple(plan["declared"]) if plan else ())
+        code = extracted.code
         if not code.strip():
             return Label(0.0, CONFIDENCE_INCORRECT, "incorrect", "no code in the completion", _raw(spec, []))
         try:
-            if spec.style == "stdio":
+            if plan is None:
                 results, isolation = self._run_stdio(code, spec)
             else:
-                results, isolation = self._run_harness(code, spec)
+                results, isolation = self._run_harness(code, spec, plan)
         except SandboxUnavailable as exc:
             return Label(None, 0.0, "error", f"sandbox: {exc}"[:500])
         except (SandboxFailed, OSError) as exc:  # e.g. bwrap could not set up, or the machine is out of processes
             return Label(None, 0.0, "error", f"sandbox: {type(exc).__name__}: {exc}"[:500], _raw(spec, []))
-        return summarize(spec, results, isolation)
+        label = summarize(spec, results, isolation)
+        return replace(label, rationale=f"{label.rationale[:440]} (ran {extracted.source})")
 
     @classmethod
     def summarize(cls, labels: list[dict]) -> dict:
@@ -160,7 +167,7 @@ class CodeTestsVerifier:
             raise SandboxFailed(result.sandbox_error)
         return result
 
-    def _run_harness(self, code: str, spec: TestsSpec) -> tuple[list[dict], str]:
+    def _run_harness(self, code: str, spec: TestsSpec, plan: dict) -> tuple[list[dict], str]:
         """The completion and the tests in two sandboxes (code_protocol.py): the tests compare plain values."""
         timeout = self.config.timeout_seconds
         if spec.style == "humaneval":
@@ -168,13 +175,13 @@ class CodeTestsVerifier:
         wall = timeout * (spec.n_tests + 2) + 2 * STARTUP_SECONDS  # load + setup + each test, two interpreters
         report_bytes = 1024 * (spec.n_tests + 3)  # room for every report line, however long the test list
         limits = self._limits(wall, report_bytes)
-        candidate = candidate_script(code, timeout)
-        tests = tests_script(spec.setup, list(spec.asserts), timeout, STARTUP_SECONDS)
+        candidate = candidate_script(code, plan["declared"])
+        tests = tests_script(spec.setup, list(spec.asserts), plan, timeout, STARTUP_SECONDS)
         with self._lock:
             if self._slots is None:
                 self._slots = threading.BoundedSemaphore(self.config.workers)
         with self._slots:
-            session = run_session(self.sandbox, candidate, tests, limits, timeout)
+            session = run_session(self.sandbox, candidate, tests, limits, timeout, timeout + STARTUP_SECONDS)
         for run in (session.candidate, session.tests):
             if run.sandbox_error:
                 raise SandboxFailed(run.sandbox_error)
@@ -240,6 +247,8 @@ def stdio_result(expected: str, run: SandboxResult) -> tuple[dict, str]:
 
 
 def summarize(spec: TestsSpec, results: list[dict], isolation: str) -> Label:
+    """The verdict from the per-test results (statuses decided by the tests' program and the relay, never by the
+    completion's process)."""
     raw = _raw(spec, results, isolation)
     n = len(results)
     stopped = [r for r in results if r["status"] == "not_run"]
@@ -250,23 +259,28 @@ def summarize(spec: TestsSpec, results: list[dict], isolation: str) -> Label:
         if why == "syntax_error":
             return Label(0.0, CONFIDENCE_INCORRECT, "incorrect", f"syntax error: {detail}"[:500], raw)
         if why == "timeout":
-            return Label(0.0, CONFIDENCE_TIMEOUT, "timeout", f"loading the code {detail}"[:500], raw)
+            return Label(0.0, CONFIDENCE_STOPPED, "incorrect", f"loading the code timed out: {detail}"[:500], raw)
+        if why == "crash":
+            return Label(0.0, CONFIDENCE_STOPPED, "incorrect", f"loading the code crashed: {detail}"[:500], raw)
         return Label(0.0, CONFIDENCE_INCORRECT, "incorrect", f"the code raised on load: {detail}"[:500], raw)
     broken = [r for r in results if r["status"] == "test_error"]
     if broken:
-        return Label(
-            None, 0.0, "error", f"tests: test {broken[0]['test']} does not compile: {broken[0]['detail']}"[:500], raw
-        )
+        test, detail = broken[0]["test"], broken[0]["detail"]
+        rationale = f"tests: test {test} does not compile or fails before using the completion: {detail}"
+        return Label(None, 0.0, "error", rationale[:500], raw)
     passed = sum(r["status"] == "pass" for r in results)
-    score = passed / n
     if passed == n:
         return Label(1.0, CONFIDENCE_CORRECT, "correct", f"{n}/{n} tests passed", raw)
     first = next(r for r in results if r["status"] != "pass")
+    halted = next((r for r in results if r["status"] in STOPPED), None)
+    if halted is not None:
+        index = results.index(halted)
+        what = "timed out" if halted["status"] == "timeout" else "crashed"
+        rationale = f"{passed}/{n} tests passed; test {index} {what}: {halted['detail']}"[:500]
+        return Label(0.0, CONFIDENCE_STOPPED, "incorrect", rationale, raw)
     index = results.index(first)
     rationale = f"{passed}/{n} tests passed; test {index} {first['status']}: {first['detail']}"[:500]
-    if any(r["status"] in FAILING for r in results):
-        return Label(score, CONFIDENCE_INCORRECT, "incorrect", rationale, raw)
-    return Label(score, CONFIDENCE_TIMEOUT, "timeout", rationale, raw)
+    return Label(passed / n, CONFIDENCE_INCORRECT, "incorrect", rationale, raw)
 
 
 def _raw(spec: TestsSpec, results: list[dict], isolation: str | None = None) -> str:

@@ -8,7 +8,8 @@ import pytest
 
 from rewardmill.pipelines.config import ConfigError, from_dict
 from rewardmill.transforms.labelers import sandbox as sandbox_mod
-from rewardmill.transforms.labelers.code_harness import extract_code, parse_tests, same_output
+from rewardmill.transforms.labelers.code_extract import extract_code
+from rewardmill.transforms.labelers.code_harness import parse_tests, same_output
 from rewardmill.transforms.labelers.code_tests import CodeTestsConfig, CodeTestsVerifier
 from rewardmill.transforms.labelers.sandbox import SandboxUnavailable
 from rewardmill.transforms.sources import humaneval
@@ -41,10 +42,10 @@ ADD_ASSERTS = json.dumps(
         ("def add(a, b):\n    return a / 0", 0.0, "incorrect", "ZeroDivisionError"),
         # partial: right for positive a only (passes 2 of 3)
         ("def add(a, b):\n    return a + b if a > 0 else 7", 2 / 3, "incorrect", "2/3"),
-        # infinite loop in the function: each test times out
-        ("def add(a, b):\n    while True:\n        pass", 0.0, "timeout", "timeout"),
+        # infinite loop in the function: a run that never finishes is incorrect, score 0 (not above a wrong answer)
+        ("def add(a, b):\n    while True:\n        pass", 0.0, "incorrect", "timed out"),
         # infinite loop while loading the code
-        ("while True:\n    pass", 0.0, "timeout", "loading"),
+        ("while True:\n    pass", 0.0, "incorrect", "loading the code timed out"),
         # syntax error: the code never runs
         ("def add(a, b)\n    return a + b", 0.0, "incorrect", "syntax error"),
         # raises at import time
@@ -94,11 +95,13 @@ def test_bare_list_of_asserts_is_accepted(verifier):
     assert verifier.label("def f():\n    return 1", '["assert f() == 1"]').score == 1.0
 
 
-def test_per_test_timeout_keeps_other_results(verifier):
+def test_one_timeout_scores_zero_whatever_passed(verifier):
     tests = json.dumps({"style": "asserts", "asserts": ["assert f(1) == 1", "assert f(0) == 0", "assert f(2) == 2"]})
     label = verifier.label("def f(x):\n    while x == 0:\n        pass\n    return x", tests)
-    assert [t["status"] for t in json.loads(label.raw)["tests"]] == ["pass", "timeout", "pass"]
-    assert (label.verdict, label.score) == ("timeout", pytest.approx(2 / 3))
+    # the relay kills the process that does not answer: the tests after it are timeouts too
+    assert [t["status"] for t in json.loads(label.raw)["tests"]] == ["pass", "timeout", "timeout"]
+    assert (label.verdict, label.score) == ("incorrect", 0.0)
+    assert "test 1 timed out" in label.rationale
 
 
 HE_TEST = "def check(candidate):\n    assert candidate(2) == 4\n    assert candidate(-3) == 9\n"
@@ -143,7 +146,7 @@ STDIO = json.dumps(
         ("a, b = map(int, input().split())\nprint(a + b if a else 5)", 2 / 3, "incorrect", "expected"),  # partial
         ("a, b = map(int, input().split())\nprint(a // 0)", 0.0, "incorrect", "ZeroDivisionError"),  # raises
         ("print(", 0.0, "incorrect", "SyntaxError"),  # does not compile
-        ("while True:\n    pass", 0.0, "timeout", "timed out"),  # never ends
+        ("while True:\n    pass", 0.0, "incorrect", "timed out"),  # never ends: incorrect, score 0
     ],
 )
 def test_stdio_style(verifier, completion, score, verdict, rationale_has):
@@ -155,7 +158,7 @@ def test_stdio_style(verifier, completion, score, verdict, rationale_has):
 def test_stdio_cases_run_in_parallel(verifier):
     start = time.monotonic()
     label = verifier.label("while True:\n    pass", STDIO)  # 3 cases x ~3 s each if run one after another
-    assert label.verdict == "timeout" and time.monotonic() - start < 7
+    assert label.verdict == "incorrect" and time.monotonic() - start < 7
 
 
 @pytest.mark.parametrize(
