@@ -8,8 +8,8 @@ The front matter's `configs` maps each config/split to its shard glob, which is 
 reads; `dataset_info` declares the features and each split's row count, which `datasets` checks when loading.
 
 Body: an intro naming each config; configs and splits; a link to the offline viewer page (when given); rows rejected
-upstream; label methods; pair types; statistics; one schema table per config; loading; training with TRL per config;
-provenance.
+upstream; label methods; the labelers' accuracy on the gold packs (when given); pair types; statistics; one schema
+table per config; loading; training with TRL per config; provenance.
 
 Upstream manifest keys read (all optional): `rejects` {reason: rows}, `labelers` [name], `labeler_versions`
 {labeler: version or [versions]}, `pair_types` {type: rows}, `step_labelers` [name], `step_methods` {name: method},
@@ -24,6 +24,7 @@ import pyarrow as pa
 import yaml
 
 from rewardmill.schemas.common import MESSAGES, schema_id
+from rewardmill.transforms.evaluation.audit import METRICS, measured_on, share
 from rewardmill.transforms.export.hub_layout import ConfigExport
 from rewardmill.transforms.export.markdown import table
 from rewardmill.transforms.export.provenance import Provenance, provenance_section
@@ -59,9 +60,11 @@ def build_card(
     manifests: dict[str, dict[str, Any]] | None = None,
     repo_id: str | None = None,
     viewer: str | None = None,
+    labeler_audit: dict[str, Any] | None = None,
 ) -> str:
     """-> README.md text. `manifests` maps a config to its upstream `_manifest.json`; `repo_id` goes in snippets;
-    `viewer` is the export's offline viewer page (a path relative to the card), linked when given."""
+    `viewer` is the export's offline viewer page (a path relative to the card), linked when given; `labeler_audit` is
+    the validate stage's metrics `labeler_audit` (or `rewardmill audit --output`'s JSON), shown as a table."""
     configs = sorted(configs, key=lambda c: c.name)
     manifests = {c.name: (manifests or {}).get(c.name) or {} for c in configs}
     front = yaml.safe_dump(
@@ -73,6 +76,7 @@ def build_card(
         _viewer(viewer),
         _rejects(configs, manifests),
         _label_methods(configs, manifests, provenance),
+        labeler_accuracy_section(labeler_audit),
         _pair_types(configs, manifests),
         _statistics(configs),
         *(_schema(c) for c in configs if c.splits),
@@ -248,6 +252,33 @@ def _label_methods(configs: list[ConfigExport], manifests: dict[str, dict[str, A
             "many rows each scored. Judge models are listed under *Provenance*.",
             "",
             table(["config", "labeler", "version", "method", "rows"], rows),
+        ]
+    )
+
+
+def labeler_accuracy_section(labeler_audit: dict[str, Any] | None) -> str:
+    """Each audited labeler's precision, recall, abstain rate and hack pass rate on the gold packs, with intervals;
+    "" when there is no audit or it names no labeler."""
+    results = (labeler_audit or {}).get("labelers") or {}
+    if not results:
+        return ""
+    rows = [
+        [f"`{key}`", r.get("rows", 0), *(share(r.get(m)) for m in METRICS[:4]), measured_on(r)]
+        for key, r in sorted(results.items())
+    ]
+    confidence = round(100 * float(labeler_audit.get("confidence", 0.95)))
+    return "\n".join(
+        [
+            "## Label accuracy on the gold packs",
+            "",
+            "Each labeler measured on hand-labeled completions (rewardmill's gold packs: honest answers, sincere "
+            "wrong ones and answers written to game a verifier) with the settings that labeled this dataset. "
+            "Precision: of the answers it called correct, the share that are; recall: of the correct answers, the "
+            "share it called correct; abstain rate: the share it could not label; hack pass rate: the share of "
+            f"gaming answers it rewarded. In brackets: a {confidence}% Wilson interval and the number of rows behind "
+            "the share.",
+            "",
+            table(["labeler", "rows", "precision", "recall", "abstain rate", "hack pass rate", "measured on"], rows),
         ]
     )
 
