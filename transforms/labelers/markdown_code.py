@@ -5,6 +5,8 @@ written inside a code fence, a code span or a comment is quoted text, not the co
 follow CommonMark where it matters here: a fence is a line of 3+ backticks or tildes (up to 3 spaces indented) and
 closes at a line of at least as many of the same character; an unclosed fence runs to the end of the text; a code
 span closes at the next run of exactly as many backticks within its paragraph; an unclosed comment runs to the end.
+Indented code blocks (4 spaces) are not recognised: telling one from an indented list item or paragraph line needs
+CommonMark's whole block grammar, so a tag in one still counts (a known gap).
 """
 
 import re
