@@ -44,7 +44,7 @@ def audit_labeler(key: str, raw: Any, rows: list[GoldRow], judges: bool, confide
     cls, config = resolve(key, params)
     head = {"labeler": params.labeler, "version": str(cls.version)}
     if needs_model(cls) and not judges:
-        return {**head, "skipped": "model-based: not run (--skip-judges, or validate.audit_judges: false)"}
+        return {**head, "skipped": "model-based: not run (judges skipped)"}
     if uses_groups(cls, config):
         return {**head, "skipped": "compares the rollouts of a prompt: gold rows are single completions"}
     labeler = cls(config)
