@@ -1,11 +1,27 @@
-"""MathAnswerVerifier: is the completion's final answer equal to the reference? (math-verify)."""
+"""MathAnswerVerifier: is the completion's final committed answer equal to the reference? (math-verify).
 
+What counts as the final committed answer (after the reasoning block, the last answer statement, nothing retracted,
+negated, ranged or hedged) is math_final.py's; this module extracts its value and compares it with the reference.
+"""
+
+import numbers
 import re
 from dataclasses import dataclass
 from typing import Literal
 
 from rewardmill.transforms.labelers.base import Label
 from rewardmill.transforms.labelers.main_thread import HardTimeout, MainThreadRunner
+from rewardmill.transforms.labelers.math_final import (
+    ANSWER_IS,
+    BOX,
+    NUMBER,
+    committed_text,
+    final_site,
+    flaw,
+    site_snippet,
+    unevaluated,
+)
+from rewardmill.transforms.labelers.reasoning import split_reasoning
 
 # Rule verifiers are ~99% precise but miss ~14% of equivalent answers (Pitfalls of Rule- and Model-based
 # Verifiers), so a negative is less certain than a positive.
@@ -13,39 +29,39 @@ CONFIDENCE_CORRECT = 0.99
 CONFIDENCE_INCORRECT = 0.86
 
 
-# Extraction modes. Each narrows the completion to the text that holds the answer; math-verify then parses that
-# text. Modes are tried in the configured order and the first that finds an answer wins, so
-# ["boxed", "answer_is", "last_number"] means "the last \\boxed{}, else the text after 'answer is', else the
-# last number". `math_verify` searches the whole completion with math-verify's own anchors and priorities.
+# Extraction modes. Each narrows the final answer text (math_final.committed_text: after any leading reasoning block,
+# look-alikes folded) to the text that holds the answer; math-verify then parses that text. Modes are tried in the
+# configured order and the first that finds an answer wins, so ["boxed", "answer_is", "last_number"] means "the last
+# \\boxed{}, else the text after 'answer is', else the last number". `math_verify` lets math-verify read the final
+# answer statement (math_final.final_site), or the whole answer text when there is none.
 EXTRACTION_MODES = ("math_verify", "boxed", "answer_is", "last_number")
-
-# "The answer is 12.", "Final answer: $\frac{1}{2}$", "answer = 7": the answer runs to the end of its sentence
-# (a full stop before a space or the end; "3.5" keeps its decimal point) or line.
-_ANSWER_IS = re.compile(r"(?i)\banswer\b\s*(?:is\b|[:=])\s*:?\s*(?P<answer>[^\n]{1,200}?)(?=\.\s|\.?$|\n)", re.M)
-_BOX = re.compile(r"\\(?:boxed|fbox)\s*\{")
-# 1,000,000 | -3.5 | 3/4 | 42 — thousand separators only in groups of three, so "1,2,3" is three numbers.
-_NUMBER = re.compile(r"(?<![\w.])-?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:\s*/\s*\d+)?(?![\w])")
 
 
 def answer_snippet(completion: str, mode: str) -> str | None:
     """The text math-verify should parse for `mode`, or None when the mode finds no answer in `completion`."""
+    return snippet_of(committed_text(completion), mode)
+
+
+def snippet_of(text: str, mode: str) -> str | None:
+    """answer_snippet for a text already reduced to its final answer part."""
     if mode == "math_verify":
-        return completion if completion.strip() else None
+        site = final_site(text)
+        return site_snippet(text, site) if site else (text if text.strip() else None)
     if mode == "boxed":
-        content = last_box(completion)
+        content = last_box(text)
         return None if content is None else f"$\\boxed{{{content}}}$"
     if mode == "answer_is":
-        matches = list(_ANSWER_IS.finditer(completion))
+        matches = list(ANSWER_IS.finditer(text))
         return matches[-1].group("answer").strip() if matches else None
     if mode == "last_number":
-        numbers = _NUMBER.findall(completion)
+        numbers = NUMBER.findall(text)
         return f"${numbers[-1].replace(',', '').replace(' ', '')}$" if numbers else None
     raise ValueError(f"unknown extraction mode {mode!r}; known: {EXTRACTION_MODES}")
 
 
 def last_box(text: str) -> str | None:
     """Content of the last \\boxed{...} / \\fbox{...} with balanced braces; None if there is none or it is unclosed."""
-    starts = [m.end() for m in _BOX.finditer(text)]
+    starts = [m.end() for m in BOX.finditer(text)]
     if not starts:
         return None
     depth, start = 1, starts[-1]
@@ -56,68 +72,33 @@ def last_box(text: str) -> str | None:
     return None
 
 
-HEDGED = "hedged: "  # the rationale prefix of a hedge; an appeal never overturns one (reference_judge.py)
-# "5 or 6", "either 5 or 6", "5, or maybe 6": alternatives offered as the final answer.
-_ALTERNATIVES = re.compile(r"(?i)\s*(?:,\s*)?\b(?:or(?:\s+maybe)?|either|maybe)\b\s*")
-
-
-def final_answer_texts(completion: str) -> dict[str, str]:
-    """Where a final answer is stated (pure): the text after the last "answer is", the last \\boxed{} content and
-    the last non-blank line, each when present."""
-    texts = {}
-    anchors = list(_ANSWER_IS.finditer(completion))
-    if anchors:  # from the last "answer is" to the end: "12. Or maybe 13." is one hedged answer
-        texts["answer_is"] = completion[anchors[-1].start("answer") :][:300].strip()
-    box = last_box(completion)
-    if box is not None:
-        texts["boxed"] = box
-    lines = [line.strip() for line in completion.splitlines() if line.strip()]
-    if lines:
-        texts["last_line"] = lines[-1]
-    return texts
-
-
-def hedge(completion: str, gold, parse, verify, timeout_seconds: int) -> str | None:
-    """Why the completion's final answer is a hedge, or None. A hedge offers several different values as the
-    answer ("5 or 6") or states two different final answers (the last \\boxed{} against the last "answer is").
-    A gold that is itself several values (a set, a tuple, an interval) is never hedged against: "5 or -5" may be
-    how a completion writes {5, -5}."""
-    if _multi_valued(gold[0]):
-        return None
-
-    def value(text: str):
-        parsed = parse(f"${text}$" if "$" not in text and "\\" not in text else text, parsing_timeout=timeout_seconds)
-        return parsed or None
-
-    def differ(a, b) -> bool:
-        return not verify(a, b, timeout_seconds=timeout_seconds)
-
-    texts = final_answer_texts(completion)
-    for where, text in texts.items():
-        parts = [part for part in _ALTERNATIVES.split(text) if part.strip(" .,;:$")]
-        if len(parts) < 2:  # no alternatives in this text
-            continue
-        values = [v for v in (value(part.strip(" .,;:")) for part in parts if _looks_like_value(part)) if v]
-        if len(values) >= 2 and any(differ(values[0], v) for v in values[1:]):
-            shown = " | ".join(str(v[-1]) for v in values)
-            return f"the final answer ({where}) offers several values: {shown}"
-    said_text = answer_snippet(completion, "answer_is")
-    if "boxed" in texts and said_text:
-        boxed, said = value(f"\\boxed{{{texts['boxed']}}}"), value(said_text)
-        if boxed and said and differ(boxed, said):
-            return f"two different final answers: boxed {boxed[-1]}, 'answer is' {said[-1]}"
-    return None
-
-
-def _looks_like_value(text: str) -> bool:
-    """ "5", "x = -5", "\\frac{1}{2}", "$3\\sqrt{2}$"; not "Whether you add" (prose around an "or")."""
-    bare = re.sub(r"\\[A-Za-z]+", " ", text)
-    return bool(re.search(r"\d|\\[A-Za-z]", text)) and not re.search(r"[A-Za-z]{3,}", bare)
+# The rationale prefix of a final answer that commits to no single value: a hedge or list, and also a retraction, a
+# negation, a range, an empty \\boxed{} or the question's arithmetic left undone. An appeal never overturns one
+# (reference_judge.py): no reading of "5 or 6" or "not 5" makes it the answer 5.
+HEDGED = "hedged: "
 
 
 def _multi_valued(expr) -> bool:
     # several values, or a string: math-verify could not read the gold as math, so nothing is known of its values
     return type(expr).__name__ in ("FiniteSet", "Tuple", "Interval", "Union", "list", "tuple", "set", "str")
+
+
+def _single_value(expr) -> bool:
+    """A gold that is one value: not several, and not a relation or a set ("x > 5" is written as a range)."""
+    relations = ("Equality", "Unequality", "GreaterThan", "LessThan", "StrictGreaterThan", "StrictLessThan", "And")
+    return not _multi_valued(expr) and type(expr).__name__ not in relations
+
+
+def reference_text(reference) -> str | None:
+    """The reference as text: a number (5, 5.0, as Arrow or pandas may hand it) is written out; blank or another
+    type is None (no reference)."""
+    if isinstance(reference, bool):
+        return None
+    if isinstance(reference, numbers.Real):
+        return None if reference != reference else str(reference)  # NaN is a missing value
+    if isinstance(reference, str) and reference.strip():
+        return reference
+    return None
 
 
 def check_modes(modes) -> tuple[str, ...]:
@@ -177,29 +158,59 @@ def verify_answer(
     from math_verify import parse, verify
     from math_verify.errors import TimeoutException
 
+    if not isinstance(completion, str):
+        return Label(None, 0.0, "error", f"completion is {type(completion).__name__}, not text: nothing to verify")
+    reference = reference_text(reference)
+    if reference is None:
+        return Label(None, 0.0, "abstain", "no reference answer for this prompt")
+    if not split_reasoning(completion).finished:
+        return Label(0.0, CONFIDENCE_INCORRECT, "incorrect", "no final answer: the reasoning block is never closed")
+    text = committed_text(completion)
+
+    def value(snippet: str):
+        snippet = snippet if "$" in snippet or "\\" in snippet else f"${snippet}$"
+        try:
+            return parse(snippet, parsing_timeout=timeout_seconds) or None
+        except TimeoutException:
+            raise
+        except Exception:  # malformed LaTeX in a side value: it cannot tell two values apart
+            return None
+
+    def differ(a: str, b: str) -> bool:
+        first, second = value(a), value(b)
+        return bool(first and second) and not verify(first, second, timeout_seconds=timeout_seconds)
+
+    def reject(reason: str, extracted=None) -> Label:
+        return Label(0.0, CONFIDENCE_INCORRECT, "incorrect", f"{HEDGED}{reason}"[:500], extracted)
+
     try:
         gold = parse_reference(reference, parse, timeout_seconds)  # gold comes first in verify()
         if not gold:
             return Label(None, 0.0, "abstain", f"reference does not parse: {reference!r}", raw=None)
+        site = final_site(text)
+        if site is not None and site.where == "boxed" and not text[site.start : site.end].strip(" ${}"):
+            return reject("empty: the final \\boxed{} holds no answer")
         answer, mode = None, None
         for mode in extraction:
-            snippet = answer_snippet(completion, mode)
+            snippet = snippet_of(text, mode)
             answer = parse(snippet, parsing_timeout=timeout_seconds, raise_on_error=True) if snippet else None
             if answer:
                 break
         if not answer:
             modes = "/".join(extraction)
             return Label(0.0, CONFIDENCE_INCORRECT, "incorrect", f"no final answer found ({modes})", raw=None)
-        if hedge_policy == "reject":
-            hedged = hedge(completion, gold, parse, verify, timeout_seconds)
-            if hedged:
-                return Label(0.0, CONFIDENCE_INCORRECT, "incorrect", f"{HEDGED}{hedged}"[:500], str(answer[-1]))
+        extracted = str(answer[-1])
+        if site is not None:
+            why = flaw(text, site, differ, hedges=hedge_policy == "reject", single_valued=_single_value(gold[0]))
+            if why:
+                return reject(why, extracted)
+        if unevaluated(extracted) and not unevaluated(reference):
+            return reject(f"not a result: {extracted} is arithmetic left undone, not its value", extracted)
         ok = verify(gold, answer, float_rounding=float_rounding, timeout_seconds=timeout_seconds, raise_on_error=True)
     except TimeoutException:
         return Label(None, 0.0, "timeout", f"math-verify exceeded {timeout_seconds}s")
     except Exception as exc:  # math-verify raises on malformed LaTeX; that is "cannot verify", not wrong
         return Label(None, 0.0, "error", f"{type(exc).__name__}: {exc}"[:500])
-    extracted = str(answer[-1]) if answer else None
     if ok:
         return Label(1.0, CONFIDENCE_CORRECT, "correct", f"{mode} answer {extracted} equals {reference}", extracted)
     return Label(0.0, CONFIDENCE_INCORRECT, "incorrect", f"{mode} answer {extracted} != {reference}", extracted)
@@ -208,14 +219,17 @@ def verify_answer(
 class MathAnswerVerifier:
     """Score 1.0 when the completion's final answer equals the reference, else 0.0.
 
-    Input columns: completion, reference.   Output: score (None = cannot verify), verdict, rationale, raw
-    (the extracted answer). A missing or unparseable reference abstains: it never rewards.
+    Input columns: completion, reference (text, or a number).   Output: score (None = cannot verify), verdict,
+    rationale, raw (the extracted answer). A missing or unparseable reference abstains: it never rewards. Only the
+    final committed answer counts (math_final.py); one that is retracted, negated, a range, several values, empty or
+    unevaluated arithmetic is incorrect with a rationale that starts with HEDGED.
     """
 
     name = "math_answer"
     # 2: extraction modes; the rationale names the mode. 3: a hedged final answer is incorrect; a reference with its
-    # own delimiters is parsed as given
-    version = "3"
+    # own delimiters is parsed as given. 4: the final committed answer decides (math_final.py): reasoning, retractions,
+    # negations, ranges, lists, look-alike letters, empty boxes and unevaluated arithmetic; numeric references
+    version = "4"
     reads = ("completion", "reference")
     tasks = ("math",)  # a code task's reference is a program, not an answer
     Config = MathAnswerConfig
@@ -224,8 +238,8 @@ class MathAnswerVerifier:
         self.config = config or MathAnswerConfig()
         self._runner = MainThreadRunner(max(1, self.config.workers))
 
-    def label(self, completion: str, reference: str | None) -> Label:
-        if not reference:
+    def label(self, completion: str, reference: str | float | None) -> Label:
+        if reference_text(reference) is None:
             return Label(None, 0.0, "abstain", "no reference answer for this prompt")
         cfg = self.config
         try:
@@ -243,7 +257,7 @@ class MathAnswerVerifier:
         A call past the hard bound raises HardTimeout; the Beam wrapper then labels the batch one by one.
         """
         cfg = self.config
-        todo = [i for i, (_, reference) in enumerate(rows) if reference]
+        todo = [i for i, (_, reference) in enumerate(rows) if reference_text(reference) is not None]
         results = self._runner.map(
             verify_answer,
             [(*rows[i], cfg.timeout_seconds, cfg.float_rounding, cfg.extraction, cfg.hedge) for i in todo],

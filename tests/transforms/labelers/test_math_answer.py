@@ -8,6 +8,8 @@ from rewardmill.pipelines.config import ConfigError, from_dict
 from rewardmill.transforms.labelers import LABELERS, get_labeler_class
 from rewardmill.transforms.labelers.main_thread import HardTimeout, MainThreadRunner
 from rewardmill.transforms.labelers.math_answer import (
+    EXTRACTION_MODES,
+    HEDGED,
     MathAnswerConfig,
     MathAnswerVerifier,
     answer_snippet,
@@ -235,3 +237,139 @@ def test_delimited_golds_are_read_as_math_verify_reads_them(gold, answer):
     label = verify_answer(answer, gold, 5)
     assert label.verdict in ("correct", "incorrect"), label  # never `$$$...$$$` that abstains
     assert (label.verdict == "correct") == expected, label
+
+
+# The red team's table (reference 5 unless stated): each was scored correct by the shipped defaults. Only the final
+# committed answer counts, and one that is taken back, negated, a range or several values is no answer.
+RED_TEAM = [
+    ("I first got \\boxed{5}, but 5 is wrong.", 5, "retraction"),  # the box is taken back in the same sentence
+    ("\\boxed{5}\n\nActually 6.", 5, "retraction"),  # a later change of mind
+    ("The answer is \\boxed{5}.\n\nRecomputing: 2 \\times 4 = 8", 5, "retraction"),  # a recomputation ending "= 8"
+    ("So \\boxed{5}.\n\nLet me redo it: 3 + 5 = 8", 5, "retraction"),
+    ("\\boxed{5}\n\n6", 5, "retraction"),  # the text ends on another bare value
+    ("5 is not the answer", 5, "retraction"),
+    ("not 5", 5, "negation"),
+    ("anything but 5", 5, "negation"),
+    ("The answer is not 5.", 5, "negation"),
+    ("The answer isn't 5.", 5, "negation"),
+    ("$x \\neq 5$", 5, "negation"),
+    ("at least 5", 5, "range"),
+    ("more than 5", 5, "range"),
+    ("5 or greater", 5, "range"),
+    ("between 5 and 6", 5, "range"),
+    ("\\boxed{x \\geq 5}", 5, "range"),
+    ("5+", 5, "range"),
+    ("5 and 6", 5, "several values"),  # hedges without the word "or"
+    ("5; 6; 7", 5, "several values"),
+    ("5 (or 6 if the endpoint counts)", 5, "several values"),
+    ("5, although 6 is also plausible", 5, "several values"),
+    ("The answer is 5. It could also be 6.", 5, "several values"),
+    ("\\boxed{5, 6}", 5, "several values"),
+    ("\\boxed{4}\n\\boxed{5}", 5, "several values"),  # a list of boxes: the last one does not win alone
+    ("The answer is 5 \u043er 6.", 5, "several values"),  # Cyrillic о
+    ("The answer is \uff15 \uff4f\uff52 \uff16", 5, "several values"),  # fullwidth
+    ("The answer is 5 o\u200br 6.", 5, "several values"),  # a zero-width space inside "or"
+    ("77 - 45 = \\boxed{}", 32, "empty"),  # the demo's pair: an empty box is no answer
+    ("\\boxed{77 - 45}", 32, "not a result"),  # the question's arithmetic, unevaluated
+    ("The answer is 77 - 45.", 32, "not a result"),
+    ("\\boxed{2^{5}}", 32, "not a result"),
+]
+
+
+@pytest.mark.parametrize("completion, reference, reason", RED_TEAM)
+def test_a_final_answer_that_commits_to_no_value_is_incorrect(completion, reference, reason):
+    label = verify_answer(completion, reference, 5)
+    assert (label.verdict, label.score) == ("incorrect", 0.0), label
+    assert label.rationale.startswith(f"{HEDGED}{reason}"), label.rationale  # final: an appeal never overturns it
+
+
+@pytest.mark.parametrize(
+    "completion",
+    [
+        "<think>The answer is 5.</think>The answer is 7.",  # reasoning never counts
+        "<think>5</think>maybe 7",
+        "<think>\\boxed{5}</think>seven",  # a word the verifier cannot read: no answer, not the reasoning's
+        "<think>so it is 5",  # an unclosed reasoning block has no answer at all
+    ],
+)
+def test_answers_inside_reasoning_never_count(completion):
+    label = verify_answer(completion, "5", 5)
+    assert (label.verdict, label.score) == ("incorrect", 0.0), label
+
+
+@pytest.mark.parametrize(
+    "completion, reference",
+    [
+        ("\\boxed{5}", "5"),
+        ("The answer is 5.", "5"),
+        ("5", "5"),
+        ("x = 5", "5"),
+        ("$\\frac{10}{2}$", "5"),  # a fraction of two integers is a literal value
+        ("5.0", "5"),
+        ("Let me compute 2+3 = 5. The answer is 5", "5"),
+        ("between the two options I pick 5", "5"),  # "between" without a range
+        (
+            "We start with 12 apples and give away 4, leaving 8. Then 3 more go, so 8 - 3 = 5.\n"
+            "Therefore 5 apples are left.",
+            "5",
+        ),  # a long derivation with intermediate numbers
+        ("<think>maybe 7</think>The answer is 5", "5"),
+        ("\\boxed{6} is wrong, the answer is \\boxed{5}", "5"),  # the reverse error: the final answer decides
+        ("The answer is 6. Wait, no: \\boxed{5}", "5"),  # a correction before the final answer
+        ("The answer is 5, not 6.", "5"),  # a rejected alternative is no hedge
+        ("The answer is 12 since 3 \\times 4 = 12.", "12"),  # an explanation is no second value
+        ("\\boxed{5}\n\nCheck: 2 + 3 = 5, and 5 \\times 2 = 10.", "5"),  # a check that uses the answer
+        ("\\boxed{5}\n\nWait, let me double-check: 2 + 3 = 5. Yes.", "5"),
+        ("\\boxed{1/3}", "\\frac{1}{3}"),  # equivalent forms math-verify accepts
+        ("0.5", "1/2"),
+        ("The answer is \uff15.", "5"),  # a fullwidth digit is still 5
+        ("\\boxed{\\sqrt{8}}", "2\\sqrt{2}"),  # a closed form is a value, not arithmetic left undone
+        ("\\boxed{2^{10}}", "2^{10}"),  # the reference itself is written unevaluated
+    ],
+)
+def test_honest_final_answers_stay_correct(completion, reference):
+    label = verify_answer(completion, reference, 5)
+    assert (label.verdict, label.score) == ("correct", 1.0), label
+
+
+@pytest.mark.parametrize("reference", [5, 5.0, "5", "5.0"])
+def test_a_numeric_reference_is_read_as_its_value(reference):
+    v = MathAnswerVerifier()
+    assert v.label("\\boxed{5}", reference).verdict == "correct"
+    assert v.label("\\boxed{6}", reference).verdict == "incorrect"
+    assert v.label_many([("\\boxed{5}", reference), ("\\boxed{6}", reference)])[0].verdict == "correct"
+    v.teardown()
+
+
+def test_reference_zero_is_a_reference_and_nan_is_none():
+    assert verify_answer("\\boxed{0}", 0, 5).verdict == "correct"
+    assert verify_answer("\\boxed{0}", float("nan"), 5).verdict == "abstain"
+    assert verify_answer("\\boxed{0}", True, 5).verdict == "abstain"  # a flag is not an answer
+
+
+@pytest.mark.parametrize("completion", [None, 5, ["\\boxed{5}"]])
+def test_a_completion_that_is_not_text_is_an_error_that_says_so(completion):
+    label = MathAnswerVerifier().label(completion, "5")
+    assert (label.verdict, label.score) == ("error", None)
+    assert label.rationale.startswith(f"completion is {type(completion).__name__}, not text")
+
+
+def test_hedge_last_still_rejects_what_is_not_a_hedge():
+    """`hedge: last` judges several values by the extracted one; a retraction, negation, range or empty box is no
+    value at all and stays incorrect."""
+    last = {"hedge_policy": "last"}
+    assert not verify_answer("5 and 6", "5", 5, **last).rationale.startswith(HEDGED)  # judged by the value read
+    for completion in ("not 5", "at least 5", "\\boxed{5}\n\nActually 6.", "77 - 45 = \\boxed{}"):
+        assert verify_answer(completion, "5", 5, **last).rationale.startswith(HEDGED), completion
+
+
+def test_reasoning_is_skipped_by_every_extraction_mode():
+    for mode in EXTRACTION_MODES:
+        snippet = answer_snippet("<think>\\boxed{5} so 5</think>The answer is 7", mode)
+        assert snippet in ("answer is 7", "7", "$7$", None), (mode, snippet)
+
+
+@pytest.mark.parametrize("completion", ["5 and 6", "5; 6", "5 (or 6 if it counts)", "5, although 6 is also plausible"])
+@pytest.mark.parametrize("reference", ["5", "6"])
+def test_a_hedge_is_incorrect_whichever_value_is_the_reference(completion, reference):
+    assert verify_answer(completion, reference, 5).rationale.startswith(f"{HEDGED}several values")
