@@ -8,8 +8,8 @@ import pytest
 
 from rewardmill.pipelines.config import ConfigError, from_dict
 from rewardmill.transforms.labelers import sandbox as sandbox_mod
-from rewardmill.transforms.labelers.code_extract import extract_code
 from rewardmill.transforms.labelers.code_harness import parse_tests, same_output
+from rewardmill.transforms.labelers.code_harness import tests_plan as plan_of  # pytest would collect tests_*
 from rewardmill.transforms.labelers.code_tests import CodeTestsConfig, CodeTestsVerifier
 from rewardmill.transforms.labelers.sandbox import SandboxUnavailable
 from rewardmill.transforms.sources import humaneval
@@ -189,25 +189,6 @@ def test_sandbox_unavailable_is_a_distinct_error(monkeypatch):
 
 
 @pytest.mark.parametrize(
-    "completion, expected",
-    [
-        ("```python\nx = 1\n```", "x = 1"),  # one python block
-        ("```python\nx = 1\n```\ntext\n```python\nx = 2\n```", "x = 2"),  # the last python block wins
-        ("```py\nx = 1\n```", "x = 1"),  # short tag
-        ("```\nx = 3\n```", "x = 3"),  # an untagged block when there is no python one
-        ("```python\nx = 1\n```\n```\nnot code\n```", "x = 1"),  # a python block beats an untagged one
-        ("```python\ndef f():\n    return 1", "def f():\n    return 1"),  # unclosed fence (cut at max tokens)
-        ("def f():\n    return 1\n\n", "def f():\n    return 1"),  # no fence: the whole text
-        ("\n\n    return x\n", "    return x"),  # a bare body keeps its indentation
-        ("```bash\nls\n```", "```bash\nls\n```"),  # only a non-python block: the whole text
-        ("", ""),  # empty
-    ],
-)
-def test_extract_code(completion, expected):
-    assert extract_code(completion) == expected
-
-
-@pytest.mark.parametrize(
     "expected, actual, same",
     [
         ("3\n", "3\n", True),  # identical
@@ -293,3 +274,64 @@ def test_humaneval_wrong_solutions_score_zero(verifier, index, body, rationale_h
     label = verifier.label(body, record["tests"])
     assert (label.verdict, label.score) == ("incorrect", 0.0), label
     assert rationale_has in label.rationale
+
+
+@pytest.mark.parametrize(
+    "tests, modules, declared, standalone",
+    [
+        # a module the tests use by name is the real one; the function is the completion's
+        ({"asserts": ["assert math.isclose(area(2), 12.566, rel_tol=1e-3)"]}, ["math"], ["area"], [True]),
+        # builtins are never taken from the completion
+        ({"asserts": ["assert sorted(f([2, 1])) == sorted([1, 2])", "assert abs(f([1])[0]) == 1"]}, [], ["f"],
+         [True, True]),
+        # what the setup imports or the tests bind is theirs
+        ({"setup": "import math\nK = 2", "asserts": ["assert math.isclose(area(K), 12.566)"]}, [], ["area"], [True]),
+        # a class the tests build from the completion is declared too
+        ({"asserts": ["assert longest([Pair(1, 2)], 1) == 1"]}, [], ["Pair", "longest"], [True]),
+        # a test reading what an earlier test bound cannot be dry-run alone
+        ({"asserts": ["x = f(1)", "assert x == 2", "assert f(2) == 4"]}, [], ["f"], [True, False, True]),
+    ],
+)  # fmt: skip
+def test_tests_plan_declares_only_what_the_tests_take_from_the_completion(tests, modules, declared, standalone):
+    plan = plan_of(parse_tests({"style": "asserts", **tests}))
+    assert (plan["modules"], plan["declared"], plan["standalone"]) == (modules, declared, standalone)
+
+
+def test_tests_plan_for_humaneval_declares_the_entry_point_and_keeps_the_prompt():
+    plan = plan_of(parse_tests(HE_TESTS))
+    assert (plan["declared"], plan["modules"], plan["prompt"]) == (["sq"], [], HE_PROMPT)
+
+
+@pytest.mark.parametrize(
+    "completion, tests, verdict, score, rationale_has",
+    [
+        # the test raises before it uses the completion: its own fault, whatever the completion
+        ("def f(x):\n    return x", ["assert int('x') == f(1)"], "error", None, "before using the completion"),
+        # the completion binds the tested name to a value the test cannot call: the completion's fault
+        ("f = 5", ["assert f(1) == 1"], "incorrect", 0.0, "TypeError"),
+        # a test that reads an earlier test's result is never blamed on the tests
+        ("def f(x):\n    return None", ["x = f(1)", "assert x + 1 == 2"], "incorrect", 0.5, "TypeError"),
+    ],
+)
+def test_who_is_to_blame_for_an_error(verifier, completion, tests, verdict, score, rationale_has):
+    label = verifier.label(completion, json.dumps(tests))
+    assert (label.verdict, label.score) == (verdict, score), label
+    assert rationale_has in label.rationale
+
+
+def test_rationale_names_the_blocks_that_ran(verifier):
+    completion = "```python\ndef add(a, b):\n    return a + b\n```\nDemo:\n```python\nprint(add(1, 2))\n```"
+    label = verifier.label(completion, ADD_ASSERTS)
+    assert (label.verdict, label.score) == ("correct", 1.0)
+    assert label.rationale.endswith("(ran code block 1 of 2)")
+
+
+def test_the_sandboxed_programs_are_bundled_whole():
+    from rewardmill.transforms.labelers.code_protocol import candidate_script, tests_script
+
+    for script in (
+        candidate_script("x = 1", ["x"]),
+        tests_script("", ["assert x"], plan_of(parse_tests(ADD_ASSERTS)), 1, 1),
+    ):
+        compile(script, "<bundled>", "exec")
+        assert "from .codec import" not in script and 'SPEC = "{}"' not in script and "def _enc(" in script
