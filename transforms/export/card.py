@@ -283,6 +283,41 @@ def labeler_accuracy_section(labeler_audit: dict[str, Any] | None) -> str:
     )
 
 
+def judge_probes_section(judge_probes: dict[str, dict[str, Any]] | None) -> str:
+    """One row per probed judge: attack probes (master keys, empty symbols, special-token and prompt injections, run
+    as completions of the run's own prompts) it credited, its false-positive rate overall and per kind, and the
+    limit above which it may not be a gate or an override. "" when no judge was probed."""
+    rows = []
+    for name, report in sorted((judge_probes or {}).items()):
+        if not report or not report.get("probes"):
+            continue
+        kinds = ", ".join(f"{kind} {rate:.2f}" for kind, rate in sorted((report.get("fpr_by_kind") or {}).items()))
+        limit = report.get("max_fpr")
+        rows.append(
+            [
+                f"`{name}`",
+                f"{report['credited']} / {report['probes']}",
+                f"{report['fpr']:.2f}",
+                kinds or "-",
+                "-" if limit is None else f"{limit:.2f}",
+            ]
+        )
+    if not rows:
+        return ""
+    return "\n".join(
+        [
+            "## Judge attack probes",
+            "",
+            "Each LLM judge was given completions written to be credited while answering nothing (master keys such "
+            'as "Solution", empty symbols such as "{", special-token and prompt injections) for a sample of this '
+            "run's prompts. A credited probe is a false positive; a judge above its limit may rank rollouts but "
+            "not gate or override them.",
+            "",
+            table(["judge", "probes credited", "false-positive rate", "by kind", "limit"], rows),
+        ]
+    )
+
+
 def join_versions(versions: str | list[str] | None) -> str:
     """A manifest's `labeler_versions` value (one version, or every version that scored rows) -> "1" / "1, 2"."""
     if isinstance(versions, list | tuple):

@@ -119,3 +119,15 @@ def test_label_stage_probes_the_judge_before_labeling(tmp_path, rollouts, params
     recorded = json.loads(metrics.read_text())["probes"]
     assert recorded["probes"] == 36 and recorded["fpr"] == pytest.approx(4 / 12, abs=1e-6)
     assert json.loads((out / "_manifest.json").read_text())["probes"]["credited"] == 12
+
+
+def test_the_card_reports_each_probed_judge():
+    from rewardmill.transforms.export.card import judge_probes_section
+
+    report = {"probes": 48, "credited": 3, "fpr": 0.0625, "fpr_by_kind": {"special_tokens": 0.25}, "max_fpr": 0.1}
+    section = judge_probes_section({"appeal": report, "panel": {}})
+    assert (
+        section.startswith("## Judge attack probes")
+        and "| `appeal` | 3 / 48 | 0.06 | special_tokens 0.25 | 0.10 |" in section
+    )
+    assert "`panel`" not in section and judge_probes_section(None) == ""
