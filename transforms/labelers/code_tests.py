@@ -172,7 +172,8 @@ class CodeTestsVerifier:
         timeout = self.config.timeout_seconds
         if spec.style == "humaneval":
             code = humaneval_program(code, spec)
-        wall = timeout * (spec.n_tests + 2) + 2 * STARTUP_SECONDS  # load + setup + each test, two interpreters
+        # load + setup + each test and its dry run (only a failing test has one), two interpreters
+        wall = timeout * (2 * spec.n_tests + 2) + 2 * STARTUP_SECONDS
         report_bytes = 1024 * (spec.n_tests + 3)  # room for every report line, however long the test list
         limits = self._limits(wall, report_bytes)
         candidate = candidate_script(code, plan["declared"])
