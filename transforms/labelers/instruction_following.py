@@ -89,8 +89,9 @@ class InstructionFollowingVerifier:
     name = "instruction_following"
     # 2: a constraint value the checker would replace by a random one is an error. 3: only a leading think block is
     # not judged (a stray </think> hid what came before it); letter_frequency counts any one character (upstream);
-    # the sentence and capital-word checks score (punkt_tab from llama-index-core) instead of erroring.
-    version = "3"
+    # the sentence and capital-word checks score (punkt_tab from llama-index-core) instead of erroring. 4: a check that
+    # forbids something also holds on the text with look-alike characters folded (a Cyrillic а hid "bad").
+    version = "4"
     reads = ("completion", "constraints")
     tasks = ("instruction",)
     Config = InstructionFollowingConfig
@@ -104,7 +105,7 @@ class InstructionFollowingVerifier:
         import langdetect
         from if_verifiable.common import get_loose_transformations
 
-        from rewardmill.transforms.labelers.ifeval_checks import REGISTRY
+        from rewardmill.transforms.labelers.ifeval_checks import REGISTRY, follows, reads_as_seen
 
         use_bundled_nltk_data()  # again after unpickling in a fresh worker: a no-op once the path is there
         langdetect.DetectorFactory.seed = 0  # langdetect samples randomly; seed it so labels are reproducible
@@ -133,10 +134,11 @@ class InstructionFollowingVerifier:
         response = split.answer.strip() if split.reasoning is not None else split.answer
         variants = [v for v in get_loose_transformations(response) if v.strip()] if response.strip() else []
         results, missing_data = [], {}
-        for instruction_id, checker in zip(ids, checkers, strict=True):
+        for instruction_id, checker, kw in zip(ids, checkers, kwargs, strict=True):
+            as_seen = reads_as_seen(instruction_id, kw)
             try:  # variants[0] is the response itself: strict checks it alone, loose takes any variant
-                strict = bool(variants) and bool(checker.check_following(variants[0]))
-                loose = strict or any(checker.check_following(v) for v in variants[1:])
+                strict = bool(variants) and follows(checker, variants[0], as_seen)
+                loose = strict or any(follows(checker, v, as_seen) for v in variants[1:])
             except LookupError as exc:  # NLTK data (punkt_tab) is not installed; nothing is downloaded here
                 found = NLTK_RESOURCE.search(str(exc))
                 missing_data[instruction_id] = found.group(1) if found else "unknown"

@@ -72,6 +72,12 @@ CAPITALS = "change_case:capital_word_frequency"
         ("<think>I, think. All good here", one(NO_COMMA), 0.0),  # an unclosed think block leaves no answer
         (" <THINK>bad, bad</THINK>\n\nAll good.", c((FORBIDDEN, BAD), (NO_COMMA, {})), 1.0),  # a leading block
         ("All good.\n<think>bad, bad</think>", c((FORBIDDEN, BAD), (NO_COMMA, {})), 0.0),  # not leading: judged
+        ("This is b\u0430d.", one(FORBIDDEN, **BAD), 0.0),  # homoglyph: a Cyrillic a still spells the word
+        ("This is b\u200bad.", one(FORBIDDEN, **BAD), 0.0),  # ...and so does a zero-width space inside it
+        ("One\uff0c two", one(NO_COMMA), 0.0),  # a fullwidth comma is a comma
+        ("the th\u0435", one("keywords:frequency", keyword="the", frequency=2, relation="less than"), 0.0),  # 2x
+        ("\u0414\u0430 \u043d\u0435\u0442 \u0432\u043e\u0442 \u0442\u0430\u043a.", one(NO_COMMA), 1.0),  # Russian
+        ("c\u0430t", one(KW, keywords=["cat"]), 0.0),  # a check that must find a word reads the text as written
         ("a#b#", one(LETTERS, letter="#", let_frequency=2, let_relation="at least"), 1.0),  # any one character
         ("a#b", one(LETTERS, letter="#", let_frequency=2, let_relation="at least"), 0.0),  # ...is counted
         ("ZZ", one(LETTERS, letter="Z", let_frequency=2, let_relation="at least"), 1.0),  # case-insensitive
@@ -157,6 +163,20 @@ def test_the_bundled_folder_is_found_without_importing_llama_index():
         "assert u(); assert not [m for m in sys.modules if m.startswith('llama_index.')], sorted(sys.modules)"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_no_bundled_folder_when_llama_index_core_is_not_installed(monkeypatch, tmp_path):
+    import importlib.machinery
+    import importlib.util
+
+    from rewardmill.transforms.labelers import nltk_data
+
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
+    assert nltk_data.bundled_nltk_data() is None and nltk_data.use_bundled_nltk_data() is None
+    spec = importlib.machinery.ModuleSpec("llama_index", None, is_package=True)
+    spec.submodule_search_locations = [str(tmp_path)]  # installed, but without the data folder
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: spec)
+    assert nltk_data.bundled_nltk_data() is None
 
 
 @pytest.fixture
