@@ -48,7 +48,13 @@ class CompletionError(Exception):
     """The completion raised an exception that is not a builtin one (or sent something malformed)."""
 
 
+# Set when the time limit fires or the relay says the completion is gone, and kept for the rest of the test: a test
+# whose `except:` (or `except BaseException`) swallows the interruption still ends as a timeout or a crash.
+_halted = []
+
+
 def _raise_timeout(signum, frame):
+    _halted.append(("timeout", "the test exceeded its time limit"))
     raise _Timeout()
 
 
@@ -80,6 +86,7 @@ def _receive():
     source, _, body = line.partition(b" ")
     if source == b"r":
         notice = json.loads(body)
+        _halted.append(("timeout" if notice.get("timeout") else "crash", str(notice.get("dead"))))
         raise (_CompletionTimeout if notice.get("timeout") else _CompletionGone)(str(notice.get("dead")))
     try:
         message = json.loads(body)
@@ -230,10 +237,11 @@ def _namespace(spec, values):
 
 
 def _run(code, ns, limit):
+    _halted.clear()
     signal.setitimer(signal.ITIMER_REAL, limit)
     try:
         exec(code, ns)
-        return "pass", ""
+        return _halted[0] if _halted else ("pass", "")
     except _Timeout:
         return "timeout", f"exceeded {limit}s"
     except _CompletionTimeout as exc:
@@ -241,9 +249,9 @@ def _run(code, ns, limit):
     except _CompletionGone as exc:
         return "crash", str(exc)
     except AssertionError as exc:
-        return "fail", _describe(exc)
+        return _halted[0] if _halted else ("fail", _describe(exc))
     except BaseException as exc:
-        return "error", _describe(exc)
+        return _halted[0] if _halted else ("error", _describe(exc))
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
 
