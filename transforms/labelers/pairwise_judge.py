@@ -91,9 +91,8 @@ class PairwiseJudge(JudgeLabeler):
         for i, j in pairs:
             if (i, j) not in answered:  # an answer with no substance loses to one with substance, both: a tie
                 verdicts = ["tie", "tie"] if i in empty and j in empty else ["B", "A"] if i in empty else ["A", "B"]
-                comparisons.append(
-                    {"i": i, "j": j, "texts": [None, None], "errors": [None, None], "verdicts": verdicts}
-                )
+                no_call = {"texts": [None, None], "errors": [None, None], "verdicts": verdicts, "no_substance": True}
+                comparisons.append({"i": i, "j": j, **no_call})
                 continue
             first, second = answered[(i, j)]
             comparisons.append(
@@ -142,6 +141,7 @@ class PairwiseJudge(JudgeLabeler):
                     "result": result,
                     "texts": c["texts"],
                     **({"errors": c["errors"]} if any(c["errors"]) else {}),
+                    **({"no_substance": True} if c.get("no_substance") else {}),
                 }
             )
         raw = json.dumps({"index": index, "comparisons": record}, ensure_ascii=False)
@@ -166,8 +166,9 @@ class PairwiseJudge(JudgeLabeler):
         for row in labels:
             raw = json.loads(row["raw"]) if row.get("raw") else {}
             for c in raw.get("comparisons", ()):
-                if not c["as_first"]:
-                    continue  # each pair is in both rollouts' raw: count it from the first-shown one only
+                if not c["as_first"] or c.get("no_substance"):
+                    continue  # each pair is in both rollouts' raw: count it from the first-shown one only; a pair
+                    # decided by the substance screen says nothing about the judge
                 verdict_pairs.append(tuple(c["verdicts"]))
                 for v in c["verdicts"]:
                     if v in ("A", "B"):

@@ -112,3 +112,17 @@ def test_config_and_registry():
         from_dict(PairwiseJudgeConfig, {"max_opponents": 0}, "pairwise")
     assert get_labeler_class("pairwise_judge") is PairwiseJudge
     assert pickle.loads(pickle.dumps(PairwiseJudge())).config == PairwiseJudgeConfig()
+
+
+def test_an_answer_with_no_substance_loses_without_a_call_and_is_left_out_of_the_judge_statistics():
+    from tests.transforms.labelers.scripted import ScriptedClient
+
+    judge = PairwiseJudge()
+    judge._clients[judge.config.backend] = client = ScriptedClient(lambda r: "[[A]]")
+    rows = [(MESSAGES, "{"), (MESSAGES, "2 + 3 = 5"), (MESSAGES, "Let's solve this step by step.")]
+    labels = judge.label_group(rows)
+    assert (labels[0].score, labels[0].verdict) == (0.0, "incorrect") and labels[2].score == 0.0
+    assert labels[1].score == 1.0 and labels[1].verdict == "correct"  # it beat both, and no call was made
+    assert client.calls == []
+    summary = PairwiseJudge.summarize([{"raw": lab.raw} for lab in labels if lab.raw])
+    assert summary["pairs"] == 0
