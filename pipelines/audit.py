@@ -29,13 +29,17 @@ from rewardmill.transforms.labelers import LABELERS, UnknownLabeler
 from rewardmill.transforms.labelers.beam import uses_groups
 from rewardmill.transforms.labelers.judge_base import JudgeLabeler
 from rewardmill.transforms.labelers.reward_model import RewardModelScorer
+from rewardmill.transforms.labelers.tiered import TieredVerifier, resolve_tiers
 
 log = logging.getLogger("rewardmill")
 MODEL_BASED = (JudgeLabeler, RewardModelScorer)  # labelers that call a model for every row
 
 
-def needs_model(cls) -> bool:
-    return isinstance(cls, type) and issubclass(cls, MODEL_BASED)
+def needs_model(cls, config) -> bool:
+    """A judge or reward model, or tiers with one among them."""
+    if issubclass(cls, TieredVerifier):
+        return any(needs_model(inner, inner_config) for inner, inner_config in resolve_tiers(config))
+    return issubclass(cls, MODEL_BASED)
 
 
 def audit_labeler(key: str, raw: Any, rows: list[GoldRow], judges: bool, confidence: float) -> dict[str, Any]:
@@ -43,7 +47,7 @@ def audit_labeler(key: str, raw: Any, rows: list[GoldRow], judges: bool, confide
     params = from_dict(LabelerParams, raw if raw is not None else {}, f"labelers.{key}")
     cls, config = resolve(key, params)
     head = {"labeler": params.labeler, "version": str(cls.version)}
-    if needs_model(cls) and not judges:
+    if needs_model(cls, config) and not judges:
         return {**head, "skipped": "model-based: not run (judges skipped)"}
     if uses_groups(cls, config):
         return {**head, "skipped": "compares the rollouts of a prompt: gold rows are single completions"}

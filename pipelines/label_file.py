@@ -7,12 +7,13 @@ Parquet by the output's suffix.
 
 A row that cannot be labeled is a reject, not a failed file: a line that is not UTF-8 (`not_utf8`), not JSON
 (`not_json`) or not an object (`not_an_object`); a row lacking a column the labeler reads
-(`missing_column:<name>[,<name>...]`); a completion that is not a string (`not_a_string:completion`; the label
-stage never sees one, its rollouts schema forbids it). Rejects go to `<output stem>.rejects<suffix>` beside the
-output (REJECT_V1 plus `row` and `line`, the 1-based JSONL line; written on every run, empty when none), each
-with one warning naming the file and line, and are counted in the summary line. Rows of a task the labeler does
-not handle are counted as not applicable, as in the label stage. An input with no rows, or whose every row is
-rejected, exits non-zero: an empty labeling is never a success.
+(`missing_column:<name>[,<name>...]`); a completion, rollout_id, prompt_id or task that is not a string
+(`not_a_string:<column>`; the label stage never sees one, its rollouts schema forbids it); a rollout_id an earlier
+row has (`duplicate_rollout_id`). Rejects go to `<output stem>.rejects<suffix>` beside the output (REJECT_V1 plus
+`row` and `line`, the 1-based JSONL line; written on every run, empty when none), each with one warning naming the
+file and line, and are counted in the summary line. Rows of a task the labeler does not handle are counted as not
+applicable, as in the label stage. An input with no rows, or whose every row is rejected, exits non-zero: an empty
+labeling is never a success.
 
     rewardmill label --labeler math_answer --input rollouts.jsonl --output labels.parquet
     rewardmill label --labeler code_tests --config '{"timeout_seconds": 5}' --input he.jsonl --output out.jsonl
@@ -110,7 +111,11 @@ def read_input(path: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     if not path.exists():
         raise SystemExit(f"{path}: input file not found")
     if path.suffix == ".parquet":
-        return [{**r, "_row": i, "_line": None} for i, r in enumerate(pq.read_table(path).to_pylist())], []
+        try:
+            table = pq.read_table(path)
+        except (pa.ArrowException, OSError) as exc:
+            raise SystemExit(f"{path}: not a readable Parquet file: {exc}") from exc
+        return [{**r, "_row": i, "_line": None} for i, r in enumerate(table.to_pylist())], []
     if path.suffix not in (".jsonl", ".json"):
         raise SystemExit(f"{path}: unsupported input type '{path.suffix}' (use .jsonl or .parquet)")
     return read_jsonl(path)
@@ -139,6 +144,9 @@ def with_ids(rows: list[dict[str, Any]], task: str | None) -> list[dict[str, Any
 
 def unlabelable(row: dict[str, Any], reads: tuple[str, ...]) -> tuple[str, str] | None:
     """(reason, detail) of a row the labeler cannot read, else None: one value, so the two never disagree."""
+    for column in ("rollout_id", "prompt_id", "task"):  # label rows carry them as strings
+        if row.get(column) is not None and not isinstance(row[column], str):
+            return f"not_a_string:{column}", f"{column} is {type(row[column]).__name__}, not a string"
     missing = [c for c in reads if c not in row]
     if missing:
         return f"missing_column:{','.join(missing)}", f"the labeler reads {list(reads)}; the row has no {missing}"
@@ -154,16 +162,19 @@ def check_rows(rows: list[dict[str, Any]], labeler) -> tuple[list[dict[str, Any]
     applicable, as the label stage does), whatever columns they have."""
     tasks = getattr(labeler, "tasks", None)
     kept, rejects = [], []
+    seen: dict[Any, int] = {}  # rollout_id -> the row that has it
     for row in rows:
         routed_away = tasks and row.get("task") is not None and row["task"] not in tasks
         problem = None if routed_away else unlabelable(row, tuple(labeler.reads))
+        if problem is None and row["rollout_id"] in seen:
+            problem = "duplicate_rollout_id", f"row {seen[row['rollout_id']]} has the same rollout_id"
         if problem is None:
             kept.append(row)
+            seen[row["rollout_id"]] = row["_row"]
             continue
         payload = {k: v for k, v in row.items() if not k.startswith("_")}
-        rejects.append(
-            {**reject(STAGE, row["rollout_id"], *problem, payload=payload), "row": row["_row"], "line": row["_line"]}
-        )
+        row_id = row["rollout_id"] if isinstance(row["rollout_id"], str) else None
+        rejects.append({**reject(STAGE, row_id, *problem, payload=payload), "row": row["_row"], "line": row["_line"]})
     return kept, rejects
 
 

@@ -127,3 +127,17 @@ def test_precision_check_names_the_labeler_and_its_precision(tmp_path, yes_judge
     assert "below validate.min_labeler_precision 0.9" in check["failures"][0]
     assert "math/near_miss/1" in check["failures"][0]
     assert precision_check(report, None) is None and precision_check(report, 0.5)["success"]
+
+
+def test_model_based_labelers_are_judges_reward_models_and_tiers_holding_one():
+    from rewardmill.pipelines.audit import needs_model
+    from rewardmill.pipelines.config import from_dict
+    from rewardmill.transforms.labelers.tiered import TieredConfig, TieredVerifier
+
+    def tiered(*keys):
+        return from_dict(TieredConfig, {"tiers": [{"labeler": k} for k in keys]}, "t")
+
+    assert needs_model(LABELERS["reference_judge"], None) and needs_model(LABELERS["reward_model"], None)
+    assert not needs_model(LABELERS["math_answer"], None)
+    assert not needs_model(TieredVerifier, tiered("format", "math_answer"))
+    assert needs_model(TieredVerifier, tiered("math_answer", "pointwise_judge"))

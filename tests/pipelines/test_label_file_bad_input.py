@@ -45,10 +45,12 @@ def lines(*rows) -> bytes:
         (json.dumps({"reference": "4"}).encode(), "missing_column:completion", "completion"),
         (json.dumps({"completion": None, "reference": "4"}).encode(), "not_a_string:completion", "null"),
         (json.dumps({"completion": 4, "reference": "4"}).encode(), "not_a_string:completion", "int"),
+        (json.dumps({**GOOD, "rollout_id": 7}).encode(), "not_a_string:rollout_id", "int"),  # ids are strings
+        (json.dumps({**GOOD, "rollout_id": "r0"}).encode(), "duplicate_rollout_id", "row 0"),  # the first row's id
     ],
 )
 def test_a_bad_row_is_one_reject_with_its_line_and_the_rest_is_labeled(tmp_path, stage_log, bad, reason, detail):
-    out = run(tmp_path, lines(GOOD, b"", bad, GOOD))  # a blank line is skipped, not a row
+    out = run(tmp_path, lines({**GOOD, "rollout_id": "r0"}, b"", bad, GOOD))  # a blank line is skipped, not a row
     labels = read(out)
     assert [(lab["row"], lab["verdict"]) for lab in labels] == [(0, "correct"), (2, "correct")]
     [reject] = read(rejects_path(out))
@@ -112,3 +114,10 @@ def test_parquet_input_rows_are_named_by_row(tmp_path, stage_log):
     [reject] = read(rejects_path(out))
     assert (reject["row"], reject["line"], reject["reason"]) == (1, None, "not_a_string:completion")
     assert any("in.parquet row 1: rejected (not_a_string:completion)" in r.getMessage() for r in stage_log.records)
+
+
+def test_an_unreadable_parquet_file_is_one_line(tmp_path):
+    src = tmp_path / "in.parquet"
+    src.write_bytes(b"not parquet")
+    with pytest.raises(SystemExit, match="in.parquet: not a readable Parquet file"):
+        main(["--labeler", "math_answer", "--input", str(src), "--output", str(tmp_path / "o.jsonl")])
