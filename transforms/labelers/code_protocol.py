@@ -1,17 +1,18 @@
 """The two programs of a hack-proof code check, bundled into scripts (pure): the completion's and the tests'.
 
-The programs are real modules in sandboxed/ (completion_side.py, tests_side.py, sharing codec.py); this module
-inlines the codec into each and puts the run's spec in, giving the one script the sandbox runs.
+The programs are real modules beside this one (code_completion_side.py and code_tests_side.py, sharing
+code_codec.py); this module inlines the codec into each and puts the run's spec in, giving the one script the
+sandbox runs.
 
 The completion's code and the tests run in two processes, each in its own sandbox (code_session.py relays between
 them), so the completion can neither read the tests (their constants, the caller's frame, the test file) nor patch
 them (builtins, the harness, the report), and it never sees the expected values.
 
 - The completion's program runs its code, sends the values of the names the tests declared, then serves calls:
-  `call`, `getattr` and `list` on its objects. Every value it sends back is encoded (codec.py) as plain builtins of
-  exactly the builtin types (None, bool, int, float, complex, str, bytes, list, tuple, dict, set, frozenset,
-  recursively); anything else, a subclass of a builtin included, stays in the completion's process and is sent as
-  an opaque handle. It reports no status: what it writes reaches the tests wrapped as its own message.
+  `call`, `getattr` and `list` on its objects. Every value it sends back is encoded (code_codec.py) as plain
+  builtins of exactly the builtin types (None, bool, int, float, complex, str, bytes, list, tuple, dict, set,
+  frozenset, recursively); anything else, a subclass of a builtin included, stays in the completion's process and
+  is sent as an opaque handle. It reports no status: what it writes reaches the tests wrapped as its own message.
 - The tests' program builds the tests' namespace itself: pristine builtins, the real modules the tests name, the
   prompt's own helpers (from the prompt's text), then only the declared names from the completion, each a plain
   value or a `_Handle` that forwards calls (and attribute reads, and iteration) to the completion's process. A
@@ -31,7 +32,7 @@ import json
 from functools import cache
 from pathlib import Path
 
-PROGRAMS = Path(__file__).parent / "sandboxed"
+PROGRAMS = Path(__file__).parent
 BUNDLED = "# bundled:"
 
 
@@ -44,7 +45,7 @@ def _bundle(program: str, spec: dict) -> str:
     """The program's source with the codec in place of its import line and `spec` in place of its SPEC line."""
     lines = []
     for line in _source(program).splitlines():
-        if BUNDLED in line and line.startswith("from .codec import"):
+        if BUNDLED in line and line.startswith("from .code_codec import"):
             lines.append(CODEC)
         elif BUNDLED in line and line.startswith("SPEC = "):
             lines.append(f"SPEC = {json.dumps(spec)!r}")
@@ -53,12 +54,12 @@ def _bundle(program: str, spec: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-CODEC = _source("codec.py")
+CODEC = _source("code_codec.py")
 
 
 def candidate_script(code: str, export: list[str]) -> str:
     """The completion's program: its code and the names to send. Nothing of the tests."""
-    return _bundle("completion_side.py", {"code": code, "export": export})
+    return _bundle("code_completion_side.py", {"code": code, "export": export})
 
 
 def tests_script(
@@ -71,4 +72,4 @@ def tests_script(
     """The tests' program: setup code, one source per test, the namespace plan (code_harness.tests_plan: declared,
     modules, prompt, standalone), the per-test limit and the completion's start-up allowance."""
     payload = {"setup": setup, "tests": tests, **plan, "timeout": timeout_seconds, "startup": startup_seconds}
-    return _bundle("tests_side.py", payload)
+    return _bundle("code_tests_side.py", payload)

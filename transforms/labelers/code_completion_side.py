@@ -11,7 +11,7 @@ import json
 import os
 import sys
 
-from .codec import _dec, _enc, _Unsendable  # bundled: code_protocol.py inlines codec.py in place of this line
+from .code_codec import _dec, _enc, _Unsendable  # bundled: code_protocol.py inlines code_codec.py here
 
 SPEC = "{}"  # bundled: code_protocol.py puts the run's spec here: {"code": str, "export": [name, ...]}
 

@@ -21,7 +21,7 @@ import os
 import signal
 import sys
 
-from .codec import _dec, _enc  # bundled: code_protocol.py inlines codec.py in place of this line
+from .code_codec import _dec, _enc  # bundled: code_protocol.py inlines code_codec.py here
 
 SPEC = "{}"  # bundled: code_protocol.py puts the run's spec here (see tests_script)
 
@@ -63,7 +63,7 @@ def _describe(exc):
     return (f"{type(exc).__name__}: {text}" if text else type(exc).__name__)[:300]
 
 
-_out = os.dup(1)
+_out = [1]  # the report's descriptor: a duplicate of stdout made in _main (importing this module changes nothing)
 _pending = bytearray()
 _last_id = [0]
 
@@ -71,7 +71,7 @@ _last_id = [0]
 def _write(prefix, msg):
     data = (prefix + json.dumps(msg) + "\n").encode()
     while data:
-        data = data[os.write(_out, data) :]
+        data = data[os.write(_out[0], data) :]
 
 
 def _receive():
@@ -274,6 +274,7 @@ def _tests_fault(spec, codes, limit):
 
 
 def _main(spec):
+    _out[0] = os.dup(1)
     os.dup2(2, 1)  # the tests' prints go to stderr
 
     def emit(**fields):
