@@ -90,9 +90,12 @@ class Site:
     anchor: int  # where math-verify should start reading (the "answer" word of an "answer is")
 
 
+_TAG = re.compile(r"</?[A-Za-z][\w-]*>")  # <answer>...</answer>: markup, not a comparison
+
+
 def committed_text(completion: str) -> str:
-    """The part of `completion` a verifier reads (after a leading reasoning block), look-alikes folded."""
-    return fold_lookalikes(split_reasoning(completion).answer)
+    """The part of `completion` a verifier reads (after a leading reasoning block), look-alikes folded, tags gone."""
+    return _TAG.sub(" ", fold_lookalikes(split_reasoning(completion).answer))
 
 
 def boxes(text: str) -> list[tuple[int, int, int, int]]:

@@ -373,3 +373,8 @@ def test_reasoning_is_skipped_by_every_extraction_mode():
 @pytest.mark.parametrize("reference", ["5", "6"])
 def test_a_hedge_is_incorrect_whichever_value_is_the_reference(completion, reference):
     assert verify_answer(completion, reference, 5).rationale.startswith(f"{HEDGED}several values")
+
+
+def test_answer_tags_are_markup_not_a_comparison():
+    assert verify_answer("<think>7 + 5</think><answer>\\boxed{12}</answer>", "12", 5).verdict == "correct"
+    assert verify_answer("<answer>5</answer>", "5", 5).verdict == "correct"
