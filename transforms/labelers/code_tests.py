@@ -255,15 +255,15 @@ def summarize(spec: TestsSpec, results: list[dict], isolation: str) -> Label:
     stopped = [r for r in results if r["status"] == "not_run"]
     if stopped:
         why, detail = stopped[0]["why"], stopped[0]["detail"]
+        during = "loading the code" if stopped[0]["phase"] in ("compile", "load") else "the tests' setup"
         if why == "test_error":
             return Label(None, 0.0, "error", f"tests: the tests' own code fails: {detail}"[:500], raw)
         if why == "syntax_error":
             return Label(0.0, CONFIDENCE_INCORRECT, "incorrect", f"syntax error: {detail}"[:500], raw)
-        if why == "timeout":
-            return Label(0.0, CONFIDENCE_STOPPED, "incorrect", f"loading the code timed out: {detail}"[:500], raw)
-        if why == "crash":
-            return Label(0.0, CONFIDENCE_STOPPED, "incorrect", f"loading the code crashed: {detail}"[:500], raw)
-        return Label(0.0, CONFIDENCE_INCORRECT, "incorrect", f"the code raised on load: {detail}"[:500], raw)
+        if why in STOPPED:
+            what = "timed out" if why == "timeout" else "crashed"
+            return Label(0.0, CONFIDENCE_STOPPED, "incorrect", f"{during} {what}: {detail}"[:500], raw)
+        return Label(0.0, CONFIDENCE_INCORRECT, "incorrect", f"the code raised during {during}: {detail}"[:500], raw)
     broken = [r for r in results if r["status"] == "test_error"]
     if broken:
         test, detail = broken[0]["test"], broken[0]["detail"]

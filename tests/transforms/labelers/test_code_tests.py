@@ -335,3 +335,10 @@ def test_the_sandboxed_programs_are_bundled_whole():
     ):
         compile(script, "<bundled>", "exec")
         assert "from .codec import" not in script and 'SPEC = "{}"' not in script and "def _enc(" in script
+
+
+def test_a_setup_that_fails_through_the_completion_is_the_completions_fault(verifier):
+    tests = json.dumps({"style": "asserts", "setup": "BASE = f(0)", "asserts": ["assert f(1) == BASE + 1"]})
+    label = verifier.label("def f(x):\n    raise ValueError('no')", tests)
+    assert (label.verdict, label.score) == ("incorrect", 0.0), label
+    assert "the tests' setup" in label.rationale and "ValueError" in label.rationale
