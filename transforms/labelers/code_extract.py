@@ -11,7 +11,8 @@ With the names the tests call (`wanted`), the code run is the last code piece de
 transitively, the last piece defining each name those pieces use (helpers, imports, constants), in their order in
 the text: a demo block is not run, and a later corrected definition wins. Otherwise (stdio programs, HumanEval
 bodies that continue the prompt, nothing defines a wanted name) it is the last python block, else the last untagged
-block, else the code in the text, else the whole text. `Extracted.source` names what ran, for the rationale.
+block, else the code in the text, else the whole text; with the pieces defining what that code uses. Which ran is
+in `Extracted.source`, for the rationale.
 """
 
 import ast
@@ -48,6 +49,9 @@ def extract(completion: str, wanted: tuple[str, ...] = ()) -> Extracted:
         for name in _defined(tree):
             defs[name] = i
     chosen = {defs[name] for name in wanted if name in defs}
+    fallback, piece = _fallback(pieces, code, completion, n_blocks) if not chosen else (None, None)
+    if fallback is not None:  # no piece defines a tested name: the last block, with what it uses from the others
+        chosen = {i for i, (p, _, _) in enumerate(code) if p is piece}
     todo = list(chosen)
     while todo:
         i = todo.pop()
@@ -55,10 +59,10 @@ def extract(completion: str, wanted: tuple[str, ...] = ()) -> Extracted:
             if name in defs and defs[name] not in chosen:
                 chosen.add(defs[name])
                 todo.append(defs[name])
-    if chosen:
-        parts = [code[i] for i in sorted(chosen)]
-        return Extracted("\n\n".join(c for _, c, _ in parts), _describe([p for p, _, _ in parts], n_blocks))
-    return _fallback(pieces, code, completion, n_blocks)
+    if fallback is not None and len(chosen) <= 1:
+        return fallback
+    parts = [code[i] for i in sorted(chosen)]
+    return Extracted("\n\n".join(c for _, c, _ in parts), _describe([p for p, _, _ in parts], n_blocks))
 
 
 def extract_code(completion: str) -> str:
@@ -67,18 +71,19 @@ def extract_code(completion: str) -> str:
     return extract(completion).code
 
 
-def _fallback(pieces, code, completion: str, n_blocks: int) -> Extracted:
+def _fallback(pieces, code, completion: str, n_blocks: int) -> tuple[Extracted, "_Piece | None"]:
+    """What runs when no piece defines a tested name, and the piece it is (None for the whole text)."""
     for wanted in (PYTHON_TAGS, ("",)):
         tagged = [p for p in pieces if p.tag is not None and p.tag in wanted]
         if tagged:
-            return Extracted(_trim(tagged[-1].body), _describe(tagged[-1:], n_blocks))
+            return Extracted(_trim(tagged[-1].body), _describe(tagged[-1:], n_blocks)), tagged[-1]
     whole = _trim(completion)
     if n_blocks == 0 and _parses(whole):
-        return Extracted(whole, "the whole text")
+        return Extracted(whole, "the whole text"), None
     text = [(p, c) for p, c, _ in code if p.tag is None]
     if text:
-        return Extracted(text[-1][1], "the code in the text")
-    return Extracted(whole, "the whole text")
+        return Extracted(text[-1][1], "the code outside the fences"), text[-1][0]
+    return Extracted(whole, "the whole text"), None
 
 
 def _split(text: str) -> list[_Piece]:

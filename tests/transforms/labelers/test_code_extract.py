@@ -71,3 +71,12 @@ def test_extract_runs_what_defines_the_tested_names(completion, wanted, code, so
 def test_prose_search_is_bounded():
     text = "\n".join(f"x{i} = (" for i in range(2000))  # many starts, none parses
     assert extract(text, ("f",)).source == "the whole text"
+
+
+def test_without_names_the_last_block_takes_the_helpers_it_uses():
+    completion = (
+        block("def solve(a, b):\n    return a + b") + "\nMain:\n" + block("print(solve(*map(int, input().split())))")
+    )
+    result = extract(completion)
+    assert result.code.startswith("def solve") and result.code.endswith("split())))")
+    assert result.source == "code blocks 1, 2 of 2"
