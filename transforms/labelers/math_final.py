@@ -27,6 +27,7 @@ NUMBER = re.compile(r"(?<![\w.])-?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:\s*/\s*
 _LATEX_VALUE = re.compile(
     r"-?\d*(?:\\[dt]?frac\{[^{}]*\}\{[^{}]*\}|\\sqrt(?:\[[^\]]*\])?\{[^{}]*\}|\\pi\b)(?:\^\{?[^{}\s]*\}?)?"
 )
+_PERCENT = re.compile(r"(?<![\w.])(?P<n>-?\d+(?:\.\d+)?)\s*\\?%")
 _MATH_SPAN = re.compile(r"\$\$?(?P<m>[^$]+?)\$\$?|\\\((?P<p>.+?)\\\)")
 _SENTENCE_END = re.compile(r"[.!?](?=\s|$)|\n")
 
@@ -54,9 +55,7 @@ _EXPLANATION = re.compile(
     r"\bequals?\b|\bwrong\b|\bincorrect\b|\bnot\b|\bfrom\b|\bof\b|\btimes\b|\bplus\b|\bminus\b|\bthat\b|\bthen\b|"
     r"\bwith\b|\bget\b|\bgot\b|\bleaves?\b|\bis\b|\bare\b"
 )
-_OPENS_ALTERNATIVE = re.compile(
-    r"(?i)\s*(?:or|maybe|perhaps|possibly|alternatively|although|though)\b[^\n]*?(?:[.!?](?=\s|$)|\n|$)"
-)
+_OPENS_ALTERNATIVE = re.compile(r"(?i)\s*(?:or|maybe|perhaps|possibly)\b[^\n]*?(?:[.!?](?=\s|$)|\n|$)")
 _FILLER = re.compile(r"(?i)[\s.!:$]|\b(?:so|final|thus|hence|result|it's|it\s+is|final\s+answer)\b")
 # After the final answer: a phrase that offers another value ("It could also be 6.").
 _OFFERS = re.compile(
@@ -64,8 +63,8 @@ _OFFERS = re.compile(
 )
 # A later sentence that takes the answer back outright, and words that announce a changed value.
 _RETRACT = re.compile(
-    r"(?i)\bwrong\b|\bincorrect\b|\bnot\s+(?:right|correct|the\s+(?:right\s+|correct\s+|final\s+)?answer)\b|"
-    r"\bmistaken?\b|\bscratch\s+that\b|\bdisregard\b|\bignore\s+(?:that|this|it|the\s+above)\b|\bretract"
+    r"(?i)(?<!common )(?<!typical )(?:\bwrong\b|\bincorrect\b|\bmistaken?\b)|"
+    r"\bnot\s+(?:right|correct|the\s+(?:right\s+|correct\s+|final\s+)?answer)\b|\bscratch\s+that\b|\bdisregard\b|\bignore\s+(?:that|this|it|the\s+above)\b|\bretract"
 )
 _CHANGE = re.compile(
     r"(?i)\bactually\b|\bwait\b|\bhmm+\b|\boops\b|\bno,|\bcorrection\b|\bon\s+second\s+thought\b|\brecomput\w*|"
@@ -156,10 +155,11 @@ def _tokens(text: str, lo: int, hi: int) -> list[tuple[int, int, str]]:
     for m in _MATH_SPAN.finditer(text, lo, hi):
         if not any(s < m.end() and m.start() < e for s, e, _ in found):
             found.append((m.start(), m.end(), m.group("m") or m.group("p")))
-    for pattern in (_LATEX_VALUE, NUMBER):
+    for pattern in (_LATEX_VALUE, _PERCENT, NUMBER):
         for m in pattern.finditer(text, lo, hi):
             if not any(s <= m.start() < e for s, e, _ in found):
-                found.append((m.start(), m.end(), m.group()))
+                value = f"{m.group('n')}/100" if pattern is _PERCENT else m.group()  # 25% is 1/4
+                found.append((m.start(), m.end(), value))
     return sorted(found)
 
 

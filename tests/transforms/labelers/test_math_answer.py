@@ -325,6 +325,14 @@ def test_answers_inside_reasoning_never_count(completion):
         ("The answer is \uff15.", "5"),  # a fullwidth digit is still 5
         ("\\boxed{\\sqrt{8}}", "2\\sqrt{2}"),  # a closed form is a value, not arithmetic left undone
         ("\\boxed{2^{10}}", "2^{10}"),  # the reference itself is written unevaluated
+        # honest styles seen in math datasets and model outputs
+        ("Natalia sold 48/2 = <<48/2=24>>24 clips.\nShe sold 48+24 = <<48+24=72>>72 clips.\n#### 72", "72"),  # GSM8K
+        ("Final Answer: The final answer is $72$. I hope it is correct.", "72"),  # Minerva's format
+        ("The probability is $\\frac{1}{4}$, or 25%.", "1/4"),  # a percentage is the same value
+        ("The answer is \\boxed{5}. Alternatively, one can count directly: 1, 2, 3, 4, 5.", "5"),  # a second method
+        ("\\boxed{5}\n\nA common mistake: forgetting to subtract gives 6.", "5"),  # a warning, not a retraction
+        ("The roots are $x = 2$ and $x = 3$, so the sum is $\\boxed{5}$.", "5"),
+        ("So the answer is 5 apples, not 6 apples.", "5"),
     ],
 )
 def test_honest_final_answers_stay_correct(completion, reference):
