@@ -20,6 +20,9 @@ class Label:
     # budget): the label stage sends the row to _rejects with this reason instead of writing a label, and never
     # caches it, so the next run tries again. Nothing about the rollout itself is judged.
     reject_reason: str | None = None
+    # False for a label that may not hold on a rerun though nothing about the row changed (code that timed out on a
+    # loaded machine): the label stands for this run, but the cache does not keep it, so the next run tries again.
+    cacheable: bool = True
 
     def __post_init__(self):
         if self.verdict not in VERDICTS:

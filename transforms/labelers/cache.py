@@ -7,7 +7,8 @@ every judge model (a folder path or an endpoint URL stays the same when the mode
 of every inner labeler (tiers, appeals), recursively.
 Labels are appended in small JSONL segments (a `SegmentStore`), each written to a temp name and renamed, every
 `flush_every` labels, so a stage killed halfway keeps what it finished. Timeouts and errors are not cached: they
-may be transient. The cache lives outside DVC outputs (DVC deletes a stage's outputs before running it).
+may be transient; nor is a label its labeler marks not `cacheable` (code that timed out is incorrect, but maybe only
+because the machine was loaded). The cache lives outside DVC outputs (DVC deletes a stage's outputs before running it).
 """
 
 import dataclasses
@@ -136,7 +137,7 @@ class LabelCache:
         return self._store.get(key)
 
     def put(self, key: str, label: Label | list[Label]) -> None:
-        if any(one.verdict in UNCACHED_VERDICTS for one in as_labels(label)):
+        if any(one.verdict in UNCACHED_VERDICTS or not one.cacheable for one in as_labels(label)):
             return
         self._store.put(key, label)
 

@@ -262,7 +262,8 @@ def summarize(spec: TestsSpec, results: list[dict], isolation: str) -> Label:
             return Label(0.0, CONFIDENCE_INCORRECT, "incorrect", f"syntax error: {detail}"[:500], raw)
         if why in STOPPED:
             what = "timed out" if why == "timeout" else "crashed"
-            return Label(0.0, CONFIDENCE_STOPPED, "incorrect", f"{during} {what}: {detail}"[:500], raw)
+            rationale = f"{during} {what}: {detail}"[:500]
+            return Label(0.0, CONFIDENCE_STOPPED, "incorrect", rationale, raw, cacheable=why != "timeout")
         return Label(0.0, CONFIDENCE_INCORRECT, "incorrect", f"the code raised during {during}: {detail}"[:500], raw)
     broken = [r for r in results if r["status"] == "test_error"]
     if broken:
@@ -278,7 +279,7 @@ def summarize(spec: TestsSpec, results: list[dict], isolation: str) -> Label:
         index = results.index(halted)
         what = "timed out" if halted["status"] == "timeout" else "crashed"
         rationale = f"{passed}/{n} tests passed; test {index} {what}: {halted['detail']}"[:500]
-        return Label(0.0, CONFIDENCE_STOPPED, "incorrect", rationale, raw)
+        return Label(0.0, CONFIDENCE_STOPPED, "incorrect", rationale, raw, cacheable=halted["status"] != "timeout")
     index = results.index(first)
     rationale = f"{passed}/{n} tests passed; test {index} {first['status']}: {first['detail']}"[:500]
     return Label(passed / n, CONFIDENCE_INCORRECT, "incorrect", rationale, raw)

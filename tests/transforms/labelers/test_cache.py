@@ -23,7 +23,9 @@ def test_timeouts_and_errors_are_not_cached(tmp_path):
     cache = LabelCache(tmp_path, MathAnswerVerifier, MathAnswerConfig(), flush_every=1)
     cache.put("a", Label(None, 0.0, "timeout", "slow"))
     cache.put("b", Label(None, 0.0, "error", "boom"))
-    assert not list(tmp_path.rglob("*.jsonl")) and cache.get("a") is None
+    # code that timed out is incorrect, but maybe only because the machine was loaded: the next run tries again
+    cache.put("c", Label(0.0, 0.9, "incorrect", "test 0 timed out", cacheable=False))
+    assert not list(tmp_path.rglob("*.jsonl")) and cache.get("a") is None and cache.get("c") is None
 
 
 def test_namespace_separates_configs_and_versions():

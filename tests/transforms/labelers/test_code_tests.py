@@ -102,6 +102,12 @@ def test_one_timeout_scores_zero_whatever_passed(verifier):
     assert [t["status"] for t in json.loads(label.raw)["tests"]] == ["pass", "timeout", "timeout"]
     assert (label.verdict, label.score) == ("incorrect", 0.0)
     assert "test 1 timed out" in label.rationale
+    assert not label.cacheable  # a loaded machine can time out correct code: a rerun tries again
+
+
+def test_a_crash_is_incorrect_and_cached(verifier):
+    label = verifier.label("import os\ndef f():\n    os._exit(3)", '["assert f() == 1"]')
+    assert (label.verdict, label.score, label.cacheable) == ("incorrect", 0.0, True)
 
 
 HE_TEST = "def check(candidate):\n    assert candidate(2) == 4\n    assert candidate(-3) == 9\n"
