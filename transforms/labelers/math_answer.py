@@ -16,6 +16,7 @@ from rewardmill.transforms.labelers.math_final import (
     BOX,
     NUMBER,
     committed_text,
+    empty,
     final_site,
     flaw,
     site_snippet,
@@ -188,7 +189,7 @@ def verify_answer(
         if not gold:
             return Label(None, 0.0, "abstain", f"reference does not parse: {reference!r}", raw=None)
         site = final_site(text)
-        if site is not None and site.where == "boxed" and not text[site.start : site.end].strip(" ${}"):
+        if site is not None and site.where == "boxed" and empty(text[site.start : site.end]):
             return reject("empty: the final \\boxed{} holds no answer")
         answer, mode = None, None
         for mode in extraction:

@@ -28,32 +28,42 @@ _LATEX_VALUE = re.compile(
     r"-?\d*(?:\\[dt]?frac\{[^{}]*\}\{[^{}]*\}|\\sqrt(?:\[[^\]]*\])?\{[^{}]*\}|\\pi\b)(?:\^\{?[^{}\s]*\}?)?"
 )
 _PERCENT = re.compile(r"(?<![\w.])(?P<n>-?\d+(?:\.\d+)?)\s*\\?%")
+_WORDS = "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen \
+seventeen eighteen nineteen".split()
+_TENS = {"twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90}
+_WORD_NUMBER = re.compile(rf"(?i)\b(?:{'|'.join(_WORDS[2:] + list(_TENS))})\b")
 _MATH_SPAN = re.compile(r"\$\$?(?P<m>[^$]+?)\$\$?|\\\((?P<p>.+?)\\\)")
 _SENTENCE_END = re.compile(r"[.!?](?=\s|$)|\n")
 
 _NEGATION = re.compile(
-    r"(?i)(?:\bnot|n't|\bnever|\b(?:anything|everything|all|any\s+\w+)\s+but|\banything\s+other\s+than|\bother\s+than|\bexcept(?:\s+for)?|"
-    r"\bexcluding|\\neq?\b|\\not\s*=|≠|!=)\s*(?:(?:equal|equals|equal\s+to|be|to)\s+)*[\s$({]*(?:\\boxed\s*\{)?\s*$"
+    r"(?i)(?:\bn[o0]t|n't|\bnever|\b(?:anything|everything|all|any\s+\w+)\s+but|\banything\s+other\s+than|\bother\s+than|\bexcept(?:\s+for)?|"
+    r"\bexcluding|\\neq?\b|\\not\s*=|≠|!=)\s*(?:(?:equal|equals|equal\s+to|be|to)\s+)*[\s$({}*_~`]*(?:\\boxed\s*\{)?\s*$"
 )
 _RANGE_BEFORE = re.compile(
     r"(?i)(?:\bat\s+(?:least|most)|\bno\s+(?:more|less|fewer)\s+than|\b(?:more|less|fewer|greater|smaller|larger|"
     r"bigger|higher|lower)\s+than|\b(?:a\s+)?(?:minimum|maximum)\s+of|\bover|\bunder|\babove|\bbelow|\bup\s+to|\bupwards\s+of|\bbetween|\bexceed(?:s|ing)?|"
-    r"\\geq?\b|\\leq?\b|\\geqslant|\\leqslant|\\gt\b|\\lt\b|[≥≤<>])\s*[\s$({]*(?:\\boxed\s*\{)?\s*$"
+    r"\\geq?\b|\\leq?\b|\\geqslant|\\leqslant|\\gt\b|\\lt\b|[≥≤<>]|\\pm\b|±)\s*[\s$({}*_~`]*(?:\\boxed\s*\{)?\s*$"
 )
 _RANGE_AFTER = re.compile(
     r"(?i)^[\s}$)]*(?:\+(?![\s$]*\d)|or\s+(?:more|greater|higher|larger|bigger|above|over|less|fewer|lower|smaller|"
     r"below|under|so)\b|and\s+(?:up|above|over|higher|below|under|beyond)\b|to\s+\$?-?\d|at\s+(?:least|most)\b|(?:at\s+(?:the\s+)?)?(?:minimum|maximum)\b|"
-    r"\\(?:leq?|geq?)\b|[≤≥<>])"
+    r"\\(?:leq?|geq?|pm)\b|[≤≥<>±])"
 )
-# Words that join alternatives, and words that make what follows an explanation, a check or a rejected value.
-_ALTERNATIVE = re.compile(
-    r"(?i)\bor\b|\band\b|[;,(]|\bmaybe\b|\bperhaps\b|\bpossibly\b|\balthough\b|\bthough\b|\bbut\b|\balternatively\b|"
-    r"\beither\b|\balso\b|\bmight\b|\bcould\b|\bplausibl"
+# Words that join alternatives, and words that make what follows an explanation, a check or a rejected value. A
+# strong alternative ("or", "maybe") is cancelled only by a strong explanation ("so", "since", "answer", "not"); a weak
+# one ("and", ",") also by a weak one ("is", "=", "of"): "5 and the remainder is 2" is one answer, "5, or is it 6" two.
+_STRONG_ALTERNATIVE = re.compile(
+    r"(?i)\bor\b|\bmaybe\b|\bperhaps\b|\bpossibly\b|\balthough\b|\bthough\b|\balternatively\b|\beither\b|\balso\b|"
+    r"\bmight\b|\bcould\b|\bplausibl|\bvs\b|\bversus\b|\botherwise\b|\bnor\b|\s\|\s|\\(?:lor|vee)\b"
 )
-_EXPLANATION = re.compile(
-    r"(?i)=|\banswer\b|\bso\b|\btherefore\b|\bthus\b|\bhence\b|\bbecause\b|\bsince\b|\bwhich\b|\bwhere\b|\bgives?\b|"
-    r"\bequals?\b|\bwrong\b|\bincorrect\b|\bnot\b|\bfrom\b|\bof\b|\btimes\b|\bplus\b|\bminus\b|\bthat\b|\bthen\b|"
-    r"\bwith\b|\bget\b|\bgot\b|\bleaves?\b|\bis\b|\bare\b"
+_WEAK_ALTERNATIVE = re.compile(r"(?i)\band\b|[;,(&]|\bbut\b")
+_STRONG_EXPLANATION = re.compile(
+    r"(?i)\banswer\b|\bso\b|\btherefore\b|\bthus\b|\bhence\b|\bbecause\b|\bsince\b|\bwhich\b|\bwhere\b|\bgives?\b|"
+    r"\bequals?\b|\bwrong\b|\bincorrect\b|\bnot\b|\bmeans?\b"
+)
+_WEAK_EXPLANATION = re.compile(
+    r"(?i)=|\bfrom\b|\bof\b|\btimes\b|\bplus\b|\bminus\b|\bthat\b|\bthen\b|\bwith\b|\bget\b|\bgot\b|\bleaves?\b|"
+    r"\bis\b|\bare\b"
 )
 _OPENS_ALTERNATIVE = re.compile(r"(?i)\s*(?:or|maybe|perhaps|possibly)\b[^\n]*?(?:[.!?](?=\s|$)|\n|$)")
 _FILLER = re.compile(r"(?i)[\s.!:$]|\b(?:so|final|thus|hence|result|it's|it\s+is|final\s+answer)\b")
@@ -64,11 +74,13 @@ _OFFERS = re.compile(
 # A later sentence that takes the answer back outright, and words that announce a changed value.
 _RETRACT = re.compile(
     r"(?i)(?<!common )(?<!typical )(?:\bwrong\b|\bincorrect\b|\bmistaken?\b)|"
-    r"\bnot\s+(?:right|correct|the\s+(?:right\s+|correct\s+|final\s+)?answer)\b|\bscratch\s+that\b|\bdisregard\b|\bignore\s+(?:that|this|it|the\s+above)\b|\bretract"
+    r"\bnot\s+(?:right|correct|the\s+(?:right\s+|correct\s+|final\s+)?answer)\b|\bnope\b|(?:^|[.!?]\s|\n)\s*no\s*[.!]|"
+    r"\bscratch\s+that\b|\bdisregard\b|\bignore\s+(?:that|this|it|the\s+above)\b|\bretract"
 )
 _CHANGE = re.compile(
     r"(?i)\bactually\b|\bwait\b|\bhmm+\b|\boops\b|\bno,|\bcorrection\b|\bon\s+second\s+thought\b|\brecomput\w*|"
-    r"\brecalculat\w*|\bredo\w*|\bre-do\w*|\binstead\b(?!\s+of)|\brevis\w*|\bi\s+mean\b"
+    r"\brecalculat\w*|\bredo\w*|\bre-do\w*|\binstead\b(?!\s+of)|\brevis\w*|\bi\s+mean\b|\bshould\s+(?:be|have\s+been)\b|"
+    r"\bmust\s+be\b|\bin\s+fact\b|\bturns\s+out\b|\bthe\s+real\b|\bupdat\w*"
 )
 # Arithmetic on plain numerals ("77 - 45", "2^{10}", "3 \times 4", "5!") once LaTeX spacing is gone; a single
 # number or fraction of two integers ("\frac{10}{2}", "-1/3") is a literal value, not a computation left undone.
@@ -149,16 +161,23 @@ def _sentence(text: str, site: Site) -> tuple[int, int]:
     return (ends[-1] if ends else 0), (stop.end() if stop else len(text))
 
 
-def _tokens(text: str, lo: int, hi: int) -> list[tuple[int, int, str]]:
-    """Values between lo and hi: boxes (their content), $...$ spans, then bare numbers outside both."""
+def _tokens(text: str, lo: int, hi: int, words: bool = False) -> list[tuple[int, int, str]]:
+    """Values between lo and hi: boxes (their content), $...$ spans, then bare numbers outside both; with `words`
+    also number words from two up ("one" is as often a pronoun)."""
     found = [(b[0], b[3], text[b[1] : b[2]]) for b in boxes(text) if lo <= b[0] and b[3] <= hi]
     for m in _MATH_SPAN.finditer(text, lo, hi):
         if not any(s < m.end() and m.start() < e for s, e, _ in found):
             found.append((m.start(), m.end(), m.group("m") or m.group("p")))
-    for pattern in (_LATEX_VALUE, _PERCENT, NUMBER):
+    for pattern in (_LATEX_VALUE, _PERCENT, NUMBER, *([_WORD_NUMBER] if words else [])):
         for m in pattern.finditer(text, lo, hi):
             if not any(s <= m.start() < e for s, e, _ in found):
-                value = f"{m.group('n')}/100" if pattern is _PERCENT else m.group()  # 25% is 1/4
+                value = m.group()
+                if pattern is _PERCENT:  # 25% is 1/4
+                    value = f"{m.group('n')}/100"
+                elif pattern is _WORD_NUMBER:  # "Actually six." states a value too
+                    value = str(
+                        _WORDS.index(m.group().lower()) if m.group().lower() in _WORDS else _TENS[m.group().lower()]
+                    )
                 found.append((m.start(), m.end(), value))
     return sorted(found)
 
@@ -171,6 +190,12 @@ def _committed(text: str, site: Site, tokens: list) -> tuple[int, int, str] | No
     equals = text.rfind("=", site.start, site.end)
     after = [t for t in inside if t[0] > equals] if equals >= 0 else inside
     return after[0] if after else inside[-1]
+
+
+def empty(value: str) -> bool:
+    """Whether a box holds nothing: only spacing, braces, empty \\text{} / \\phantom{}, or a placeholder (?, ...)."""
+    bare = re.sub(r"\\(?:text|mathrm|phantom|hphantom)\{\s*\}|\\(?:quad|qquad|[ ,;:!]|ldots|dots|cdots)", "", value)
+    return not re.sub(r"[\s${}~?._…]", "", bare)
 
 
 def unevaluated(value: str) -> bool:
@@ -192,8 +217,7 @@ def flaw(
     """Why the final answer at `site` is no committed answer, or None. `differ(a, b)`: the two values are not equal.
     `hedges`: look for several values (the `hedge: reject` policy). `single_valued`: the reference is one value, so a
     negation, a range or a list cannot be how the completion writes it."""
-    value = text[site.start : site.end]
-    if site.where == "boxed" and not re.sub(r"\\text\{\s*\}|[\s${}]", "", value):
+    if site.where == "boxed" and empty(text[site.start : site.end]):
         return "empty: the final \\boxed{} holds no answer"
     lo, hi = _sentence(text, site)
     tokens = _tokens(text, lo, hi)
@@ -231,7 +255,7 @@ def _retraction(text: str, site: Site, hi: int, mine, differ) -> str | None:
         return f"retraction: after the final answer the text says {quote!r}"
     change = _CHANGE.search(after)
     if change:  # the value the changed text ends on
-        later = _tokens(text, mine[1] + change.end(), len(text))
+        later = _tokens(text, mine[1] + change.end(), len(text), words=True)
         if later and differ(mine[2], later[-1][2]):
             return f"retraction: {after[change.start() : change.start() + 80].strip()!r} follows the final answer"
     tail = text[hi:].strip()
@@ -252,6 +276,12 @@ def _two_answers(text: str, site: Site, differ) -> str | None:
     """The last \\boxed{} and the last "answer is" state different values, and nothing between them takes the earlier
     one back ("So it is \\boxed{5}. The answer is 6.")."""
     value = text[site.start : site.end]
+    if site.where == "last_line":  # a value on each of the last lines: "5\n6" is a list
+        above = [line for line in text[: site.outer_start].splitlines() if line.strip()][-1:]
+        alone = _tokens(above[0], 0, len(above[0])) if above else []
+        if len(alone) == 1 and not _FILLER.sub("", above[0].replace(above[0][alone[0][0] : alone[0][1]], "")):
+            if differ(value, alone[0][2]):
+                return f"several values: lines {alone[0][2]} and {value.strip()[:60]}"
     earlier_boxes = [b for b in boxes(text) if b[3] <= site.outer_start]
     if site.where == "boxed" and earlier_boxes:  # boxes one after another: "\boxed{5}\n\\boxed{6}" is a list
         b = earlier_boxes[-1]
@@ -274,6 +304,16 @@ def _two_answers(text: str, site: Site, differ) -> str | None:
     return None
 
 
+def _joins_alternatives(between: str) -> bool:
+    if _STRONG_EXPLANATION.search(between):
+        return False
+    return bool(
+        _STRONG_ALTERNATIVE.search(between)
+        or _WEAK_ALTERNATIVE.search(between)
+        and not _WEAK_EXPLANATION.search(between)
+    )
+
+
 def _alternatives(text: str, tokens: list, mine, differ, hi: int) -> str | None:
     """Another value joined to the committed one as an alternative ("or", "and", ";", "although"), not explained
     by it ("since 3 x 4 = 12") or rejected ("5, not 6"); or a list inside the box itself."""
@@ -287,7 +327,7 @@ def _alternatives(text: str, tokens: list, mine, differ, hi: int) -> str | None:
             continue
         lo, hi = (other[1], mine[0]) if other[0] < mine[0] else (mine[1], other[0])
         between = text[lo:hi]
-        if _ALTERNATIVE.search(between) and not _EXPLANATION.search(between) and differ(mine[2], other[2]):
+        if _joins_alternatives(between) and differ(mine[2], other[2]):
             return f"several values: the final answer offers {mine[2].strip()} and {other[2].strip()}"
     for offer in _OFFERS.finditer(text[hi:]):  # a later sentence offers another value: "It could also be 6."
         near = _tokens(text, hi + offer.end(), len(text))[:1]

@@ -276,7 +276,27 @@ RED_TEAM = [
 ]
 
 
-@pytest.mark.parametrize("completion, reference, reason", RED_TEAM)
+# Variants the red team did not write, of the same attacks: other words, markup and separators.
+VARIANTS = [
+    ("\\boxed{5}\n\nThat's off; it should be 6.", 5, "retraction"),
+    ("\\boxed{5}\n\nActually six.", 5, "retraction"),  # a number word
+    ("5? No.", 5, "retraction"),
+    ("n0t 5", 5, "negation"),  # a zero for the o
+    ("*not* 5", 5, "negation"),  # markdown around the word
+    ("\\boxed{\\text{not } 5}", 5, "negation"),  # the negation inside the box
+    ("5 \\pm 1", 5, "range"),
+    ("5, or is it 6", 6, "several values"),
+    ("x = 5 or x = -5", -5, "several values"),
+    ("5 vs 6", 6, "several values"),
+    ("5 | 6", 6, "several values"),
+    ("5\n6", 6, "several values"),  # a value on each of the last lines
+    ("77 - 45 = \\boxed{?}", 32, "empty"),  # a placeholder is no answer
+    ("\\boxed{\\quad}", 5, "empty"),
+    ("The answer is \\boxed{(77-45)}", 32, "not a result"),
+]
+
+
+@pytest.mark.parametrize("completion, reference, reason", RED_TEAM + VARIANTS)
 def test_a_final_answer_that_commits_to_no_value_is_incorrect(completion, reference, reason):
     label = verify_answer(completion, reference, 5)
     assert (label.verdict, label.score) == ("incorrect", 0.0), label
