@@ -1,7 +1,8 @@
 """MathAnswerVerifier: is the completion's final committed answer equal to the reference? (math-verify).
 
-What counts as the final committed answer (after the reasoning block, the last answer statement, nothing retracted,
-negated, ranged or hedged) is math_final.py's; this module extracts its value and compares it with the reference.
+Where the final answer is (after the reasoning block, the last answer statement) is math_final.py's, whether it commits
+to one value (nothing retracted, negated, ranged or hedged) math_commitment.py's; this module extracts its value and
+compares it with the reference.
 """
 
 import numbers
@@ -11,6 +12,7 @@ from typing import Literal
 
 from rewardmill.transforms.labelers.base import Label
 from rewardmill.transforms.labelers.main_thread import HardTimeout, MainThreadRunner
+from rewardmill.transforms.labelers.math_commitment import flaw
 from rewardmill.transforms.labelers.math_final import (
     ANSWER_IS,
     BOX,
@@ -18,7 +20,6 @@ from rewardmill.transforms.labelers.math_final import (
     committed_text,
     empty,
     final_site,
-    flaw,
     site_snippet,
     unevaluated,
 )
@@ -222,8 +223,8 @@ class MathAnswerVerifier:
 
     Input columns: completion, reference (text, or a number).   Output: score (None = cannot verify), verdict,
     rationale, raw (the extracted answer). A missing or unparseable reference abstains: it never rewards. Only the
-    final committed answer counts (math_final.py); one that is retracted, negated, a range, several values, empty or
-    unevaluated arithmetic is incorrect with a rationale that starts with HEDGED.
+    final committed answer counts (math_final.py, math_commitment.py); one that is retracted, negated, a range,
+    several values, empty or unevaluated arithmetic is incorrect with a rationale that starts with HEDGED.
     """
 
     name = "math_answer"
