@@ -6,9 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from rewardmill.transforms.judges.backends import make_client
+from rewardmill.transforms.judges.backends import build_client, make_client
 from rewardmill.transforms.judges.call_cache import CachedJudgeClient, call_key
 from rewardmill.transforms.judges.client import BackendConfig, JudgeRequest, Sampling
+from rewardmill.transforms.judges.guarded_client import GuardedJudgeClient
 from rewardmill.transforms.judges.openai_client import OpenAIJudgeClient
 from rewardmill.transforms.judges.transformers_client import TransformersJudgeClient
 from tests.transforms.judges.fault_proxy import free_port
@@ -96,14 +97,17 @@ def test_a_killed_stage_loses_only_unflushed_calls(local_judge, tmp_path):
 
 
 def test_make_client_and_pickling(policy_dir, tmp_path, monkeypatch):
-    plain = make_client(BackendConfig(model=str(policy_dir)))
+    # make_client = guard(build_client): the guard (guarded_client.py) sits outside the call cache
+    guarded = make_client(BackendConfig(model=str(policy_dir), cache_dir=str(tmp_path)))
+    assert isinstance(guarded, GuardedJudgeClient) and isinstance(guarded.inner, CachedJudgeClient)
+    plain = build_client(BackendConfig(model=str(policy_dir)))
     assert isinstance(plain, TransformersJudgeClient)
-    cached = make_client(BackendConfig(model=str(policy_dir), cache_dir=str(tmp_path)))
+    cached = build_client(BackendConfig(model=str(policy_dir), cache_dir=str(tmp_path)))
     assert isinstance(cached, CachedJudgeClient) and cached.model_id == plain.model_id
     assert Path(cached.directory).parent == tmp_path
     copy = pickle.loads(pickle.dumps(cached))
     assert copy.model_id == cached.model_id and copy.directory == cached.directory
-    assert isinstance(make_client(BackendConfig(kind="openai", base_url="http://localhost:1/v1")), OpenAIJudgeClient)
+    assert isinstance(build_client(BackendConfig(kind="openai", base_url="http://localhost:1/v1")), OpenAIJudgeClient)
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     with pytest.raises(ValueError, match="OPENAI_API_KEY"):
         make_client(BackendConfig(kind="openai", model="gpt-x"))

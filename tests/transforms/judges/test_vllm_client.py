@@ -8,6 +8,7 @@ import pytest
 
 from rewardmill.transforms.judges.backends import make_client
 from rewardmill.transforms.judges.client import BackendConfig, JudgeRequest, Sampling
+from rewardmill.transforms.judges.guarded_client import GuardedJudgeClient
 from rewardmill.transforms.judges.likert import build_pointwise, geval_score
 from rewardmill.transforms.judges.reference import build_correctness, response_p_yes
 from rewardmill.transforms.judges.vllm_client import VLLMJudgeClient, vllm_judge_kwargs
@@ -24,8 +25,10 @@ def ask(content: str, sampling: Sampling = SHORT) -> JudgeRequest:
 
 @pytest.fixture(scope="module")
 def vllm_judge(vllm_engine, policy_dir) -> VLLMJudgeClient:
-    client = make_client(BackendConfig(kind="vllm", model=str(policy_dir)))
-    assert isinstance(client, VLLMJudgeClient) and client._load() is vllm_engine  # the session's engine
+    guarded = make_client(BackendConfig(kind="vllm", model=str(policy_dir)))
+    client = guarded.inner  # make_client guards every client against special-token strings (guarded_client.py)
+    assert isinstance(guarded, GuardedJudgeClient) and isinstance(client, VLLMJudgeClient)
+    assert client._load() is vllm_engine  # the session's engine
     return client
 
 
