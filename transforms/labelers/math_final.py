@@ -146,10 +146,17 @@ def empty(value: str) -> bool:
     return not re.sub(r"[\s${}~?._…]", "", bare)
 
 
+def _square(n: int) -> bool:
+    return n < 10**12 and round(n**0.5) ** 2 == n
+
+
 def unevaluated(value: str) -> bool:
-    """Whether `value` is arithmetic on numerals left undone ("77 - 45", "2^{10}"), not a result."""
+    """Whether `value` is arithmetic on numerals left undone ("77 - 45", "2^{10}", "\\binom{5}{2}", "\\sqrt{1024}"),
+    not a result. The root of a number that is no perfect square is a closed form ("\\sqrt{8}")."""
     bare = re.sub(r"\\(?:left|right|,|!|;|\s)|\s|\$", "", value.split("=")[-1])
     bare = re.sub(r"\\[dt]?frac\{([^{}]*)\}\{([^{}]*)\}", r"(\1)/(\2)", bare)
+    bare = re.sub(r"\\[dt]?binom\{(\d+)\}\{(\d+)\}", r"(\1)!/(\2)!", bare)
+    bare = re.sub(r"\\sqrt\{(\d+)\}", lambda m: f"({m[1]})^(1/2)" if _square(int(m[1])) else m[0], bare)
     bare = re.sub(r"\\(?:times|cdot|ast)", "*", bare).replace("\\div", "/").replace("×", "*").replace("÷", "/")
     bare = bare.replace("·", "*")
     return bool(_ARITH.fullmatch(bare)) and bool(re.search(r"\d", bare)) and not _LITERAL.fullmatch(bare)

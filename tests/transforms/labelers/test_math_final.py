@@ -48,6 +48,9 @@ def test_final_site(text, where, snippet):
         ("\\frac{10}{2}", False),  # a fraction of integers is a literal
         ("-1/3", False),
         ("1,000", False),
+        ("\\binom{5}{2}", True),
+        ("\\sqrt{1024}", True),  # the root of a perfect square is a computation left undone
+        ("\\sqrt{8}", False),  # the root of any other number is a closed form
         ("3\\sqrt{2}", False),  # a closed form
         ("2\\pi", False),
         ("x + 1", False),  # an expression in a variable
