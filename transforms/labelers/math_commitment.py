@@ -187,9 +187,8 @@ def _alternatives(text: str, around: list, mine, differ, hi: int) -> str | None:
     for other in around:
         if other is mine:
             continue
-        lo, hi = (other[1], mine[0]) if other[0] < mine[0] else (mine[1], other[0])
-        between = text[lo:hi]
-        if _joins_alternatives(between) and differ(mine[2], other[2]):
+        left, right = (other[1], mine[0]) if other[0] < mine[0] else (mine[1], other[0])
+        if _joins_alternatives(text[left:right]) and differ(mine[2], other[2]):
             return f"several values: the final answer offers {mine[2].strip()} and {other[2].strip()}"
     for offer in _OFFERS.finditer(text[hi:]):  # a later sentence offers another value: "It could also be 6."
         near = tokens(text, hi + offer.end(), len(text))[:1]

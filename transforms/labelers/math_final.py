@@ -22,6 +22,8 @@ NUMBER = re.compile(r"(?<![\w.])-?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:\s*/\s*
 _LATEX_VALUE = re.compile(
     r"-?\d*(?:\\[dt]?frac\{[^{}]*\}\{[^{}]*\}|\\sqrt(?:\[[^\]]*\])?\{[^{}]*\}|\\pi\b)(?:\^\{?[^{}\s]*\}?)?"
 )
+# A number inside words too ("5or 6", "not5"): the values a statement holds, whatever glues them to the prose.
+_TOKEN_NUMBER = re.compile(r"(?<![\d.])-?(?:\d{1,3}(?:,\d{3})+(?!\d)|\d+)(?:\.\d+)?(?:\s*/\s*\d+)?")
 _PERCENT = re.compile(r"(?<![\w.])(?P<n>-?\d+(?:\.\d+)?)\s*\\?%")
 _WORDS = "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen \
 seventeen eighteen nineteen".split()
@@ -116,9 +118,10 @@ def tokens(text: str, lo: int, hi: int, words: bool = False) -> list[tuple[int, 
     for m in MATH_SPAN.finditer(text, lo, hi):
         if not any(s < m.end() and m.start() < e for s, e, _ in found):
             found.append((m.start(), m.end(), m.group("m") or m.group("p")))
-    for pattern in (_LATEX_VALUE, _PERCENT, NUMBER, *([_WORD_NUMBER] if words else [])):
+    for pattern in (_LATEX_VALUE, _PERCENT, _TOKEN_NUMBER, *([_WORD_NUMBER] if words else [])):
         for m in pattern.finditer(text, lo, hi):
-            if not any(s <= m.start() < e for s, e, _ in found):
+            inside_word = text[m.start() - 1 : m.start()].isalpha() and text[m.end() : m.end() + 1].isalpha()  # n0t
+            if not inside_word and not any(s <= m.start() < e for s, e, _ in found):
                 value = m.group()
                 if pattern is _PERCENT:  # 25% is 1/4
                     value = f"{m.group('n')}/100"

@@ -288,6 +288,8 @@ VARIANTS = [
     ("5, or is it 6", 6, "several values"),
     ("x = 5 or x = -5", -5, "several values"),
     ("5 vs 6", 6, "several values"),
+    ("5or 6", 6, "several values"),  # no space between the value and "or"
+    ("6 or 5wrong", 5, "several values"),  # a value glued to a word is still a value
     ("5 | 6", 6, "several values"),
     ("5\n6", 6, "several values"),  # a value on each of the last lines
     ("77 - 45 = \\boxed{?}", 32, "empty"),  # a placeholder is no answer
