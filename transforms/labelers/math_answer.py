@@ -203,7 +203,7 @@ def verify_answer(
             return Label(0.0, CONFIDENCE_INCORRECT, "incorrect", f"no final answer found ({modes})", raw=None)
         extracted = str(answer[-1])
         if site is not None:
-            why = flaw(text, site, differ, hedges=hedge_policy == "reject", single_valued=_single_value(gold[0]))
+            why = flaw(text, site, differ, hedge_policy == "reject", _single_value(gold[0]), extracted)
             if why:
                 return reject(why, extracted)
         if unevaluated(extracted) and not unevaluated(reference):

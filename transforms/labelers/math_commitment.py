@@ -34,6 +34,10 @@ _RANGE_AFTER = re.compile(
     r"below|under|so)\b|and\s+(?:up|above|over|higher|below|under|beyond)\b|to\s+\$?-?\d|at\s+(?:least|most)\b|(?:at\s+(?:the\s+)?)?(?:minimum|maximum)\b|"
     r"\\(?:leq?|geq?|pm)\b|[≤≥<>±])"
 )
+# "between 5 and 6" around either end of the range
+_BETWEEN_AFTER = re.compile(r"(?i)\bbetween\b[^.;]*$")
+_AND_AFTER = re.compile(r"(?i)^[\s}$)]*and\s+\$?-?\d")
+_BETWEEN_BEFORE = re.compile(r"(?i)\bbetween\s+\$?-?[\d.,/]+\$?\s+and\s*[\s$({]*$")
 # Words that join alternatives, and words that make what follows an explanation, a check or a rejected value. A
 # strong alternative ("or", "maybe") is cancelled only by a strong explanation ("so", "since", "answer", "not"); a weak
 # one ("and", ",") also by a weak one ("is", "=", "of"): "5 and the remainder is 2" is one answer, "5, or is it 6" two.
@@ -75,15 +79,18 @@ def flaw(
     differ: Callable[[str, str], bool],
     hedges: bool = True,
     single_valued: bool = True,
+    extracted: str | None = None,
 ) -> str | None:
     """Why the final answer at `site` is no committed answer, or None. `differ(a, b)`: the two values are not equal.
     `hedges`: look for several values (the `hedge: reject` policy). `single_valued`: the reference is one value, so a
-    negation, a range or a list cannot be how the completion writes it."""
+    negation, a range or a list cannot be how the completion writes it. `extracted`: the value read as the answer,
+    so the statement is judged around the value that is scored."""
     if site.where == "boxed" and empty(text[site.start : site.end]):
         return "empty: the final \\boxed{} holds no answer"
     lo, hi = sentence(text, site)
     around = tokens(text, lo, hi)
-    mine = committed_token(text, site, around)
+    is_answer = (lambda token: not differ(token, extracted)) if extracted else None
+    mine = committed_token(text, site, around, is_answer)
     if mine is None:
         return None
     retracted = _retraction(text, site, hi, mine, differ)
@@ -96,7 +103,7 @@ def flaw(
         before, after = text[lo : mine[0]], text[mine[1] : hi]
         if _NEGATION.search(before) or _NEGATION.search(lead):
             return f"negation: the final answer negates its value ({shown!r})"
-        between = re.search(r"(?i)\bbetween\b[^.;]*$", before) and re.match(r"(?i)^[\s}$)]*and\s+\$?-?\d", after)
+        between = _BETWEEN_AFTER.search(before) and _AND_AFTER.match(after) or _BETWEEN_BEFORE.search(before)
         if _RANGE_BEFORE.search(before) or _RANGE_BEFORE.search(lead) or _RANGE_AFTER.match(after) or between:
             return f"range: the final answer is a range, not a value ({shown!r})"
     if hedges and single_valued:

@@ -133,11 +133,16 @@ def tokens(text: str, lo: int, hi: int, words: bool = False) -> list[tuple[int, 
     return sorted(found)
 
 
-def committed_token(text: str, site: Site, tokens: list) -> tuple[int, int, str] | None:
-    """The token the statement commits to: the box; else the value after the last "=" of the answer; else the first."""
+def committed_token(text: str, site: Site, tokens: list, is_answer=None) -> tuple[int, int, str] | None:
+    """The token the statement commits to: the box; else the last token of the statement that holds the value read
+    as the answer (`is_answer(token text)`: math-verify's reading of the statement); else the value after the last "="
+    of the statement; else its first."""
     inside = [t for t in tokens if site.outer_start <= t[0] and t[1] <= max(site.outer_end, site.end)]
     if site.where == "boxed" or not inside:
         return next((t for t in tokens if t[0] == site.outer_start), inside[0] if inside else None)
+    read = [t for t in inside if is_answer(t[2])] if is_answer is not None else []
+    if read:
+        return read[-1]
     equals = text.rfind("=", site.start, site.end)
     after = [t for t in inside if t[0] > equals] if equals >= 0 else inside
     return after[0] if after else inside[-1]

@@ -289,7 +289,8 @@ VARIANTS = [
     ("x = 5 or x = -5", -5, "several values"),
     ("5 vs 6", 6, "several values"),
     ("5or 6", 6, "several values"),  # no space between the value and "or"
-    ("6 or 5wrong", 5, "several values"),  # a value glued to a word is still a value
+    ("6 or 5apples", 5, "several values"),  # a value glued to a word is still a value
+    ("6 or 5wrong", 5, "retraction"),  # and the glued word still counts
     ("5 | 6", 6, "several values"),
     ("5\n6", 6, "several values"),  # a value on each of the last lines
     ("77 - 45 = \\boxed{?}", 32, "empty"),  # a placeholder is no answer
@@ -408,3 +409,15 @@ def test_a_hedge_is_incorrect_whichever_value_is_the_reference(completion, refer
 def test_answer_tags_are_markup_not_a_comparison():
     assert verify_answer("<think>7 + 5</think><answer>\\boxed{12}</answer>", "12", 5).verdict == "correct"
     assert verify_answer("<answer>5</answer>", "5", 5).verdict == "correct"
+
+
+@pytest.mark.parametrize(
+    "completion, verdict",
+    [
+        ("I think 6 is wrong; 5.", "correct"),  # the value read (5) is judged, not the first one written
+        ("The answer is not 5 and the remainder is 2.", "incorrect"),  # the negated 5 is what would be scored
+        ("The answer is 5 apples and the remainder is 2.", "correct"),
+    ],
+)
+def test_the_statement_is_judged_around_the_value_that_is_scored(completion, verdict):
+    assert verify_answer(completion, "5", 5).verdict == verdict
