@@ -56,8 +56,8 @@ def snippet_of(text: str, mode: str) -> str | None:
         matches = list(ANSWER_IS.finditer(text))
         return matches[-1].group("answer").strip() if matches else None
     if mode == "last_number":
-        numbers = NUMBER.findall(text)
-        return f"${numbers[-1].replace(',', '').replace(' ', '')}$" if numbers else None
+        found = NUMBER.findall(text)
+        return f"${found[-1].replace(',', '').replace(' ', '')}$" if found else None
     raise ValueError(f"unknown extraction mode {mode!r}; known: {EXTRACTION_MODES}")
 
 
@@ -119,12 +119,14 @@ class MathAnswerConfig:
     timeout_seconds: int = 5  # per parse/verify call; exceeded => verdict timeout, score None
     float_rounding: int = 6
     workers: int = 2  # helper processes verifying a batch in parallel (math-verify is CPU-bound, one core each)
-    # Where the final answer is, tried in order (first hit wins): math_verify = math-verify's own search of the
-    # whole completion; boxed = last \boxed{}; answer_is = the rest of the line after "answer is"/"answer:";
-    # last_number = the last number (thousand separators and a/b fractions allowed). See math_extraction.py.
+    # Where the final answer is, tried in order (first hit wins), always after a leading reasoning block: math_verify =
+    # math-verify reads the final answer statement (the last box or "answer is", else the last line with math);
+    # boxed = last \boxed{}; answer_is = the rest of the line after "answer is"/"answer:"; last_number = the last
+    # number (thousand separators and a/b fractions allowed).
     extraction: tuple[Literal["math_verify", "boxed", "answer_is", "last_number"], ...] = ("math_verify",)
-    # A final answer that offers several values ("5 or 6") or states two different ones: reject = verdict incorrect
-    # with rationale "hedged: ..." (a policy must not learn to hedge); last = judge the extracted answer alone.
+    # A final answer that offers several values ("5 or 6", "5; 6", a list of boxes) or states two different ones:
+    # reject = verdict incorrect with rationale "hedged: ..." (a policy must not learn to hedge); last = judge the
+    # extracted answer alone. A retraction, negation, range, empty box or unevaluated arithmetic is rejected anyway.
     hedge: Literal["reject", "last"] = "reject"
 
     def __post_init__(self):
