@@ -150,6 +150,62 @@ def parse_reference(reference: str, parse, timeout_seconds: int) -> list:
     return parse(f"${reference}$", fallback_mode="no_fallback", parsing_timeout=timeout_seconds, raise_on_error=True)
 
 
+@dataclass(frozen=True)
+class Reading:
+    """A completion's final committed answer: math-verify's parse of it (`answer`, None when none is found), the
+    extraction `mode` that found it, and why it is no committed value (`rejected`, the reason after HEDGED)."""
+
+    answer: list | None
+    mode: str | None
+    rejected: str | None = None
+
+
+def read_answer(
+    text: str,
+    extraction: tuple[str, ...],
+    timeout_seconds: int,
+    hedges: bool = True,
+    single_valued: bool = True,
+    undone_ok: bool = False,
+) -> Reading:
+    """The final committed answer of `text` (math_final.committed_text of a completion). Main thread only
+    (math-verify). `hedges`: several values are rejected (the `hedge: reject` policy); `single_valued`: the answer
+    should be one value (a negation, range or list is none); `undone_ok`: unevaluated arithmetic may be the answer
+    (the reference is written that way). Malformed LaTeX in the answer itself raises, as math-verify does."""
+    from math_verify import parse, verify
+    from math_verify.errors import TimeoutException
+
+    def value(snippet: str):
+        snippet = snippet if "$" in snippet or "\\" in snippet else f"${snippet}$"
+        try:
+            return parse(snippet, parsing_timeout=timeout_seconds) or None
+        except TimeoutException:
+            raise
+        except Exception:  # malformed LaTeX in a side value: it cannot tell two values apart
+            return None
+
+    def differ(a: str, b: str) -> bool:
+        first, second = value(a), value(b)
+        return bool(first and second) and not verify(first, second, timeout_seconds=timeout_seconds)
+
+    site = final_site(text)
+    if site is not None and site.where == "boxed" and empty(text[site.start : site.end]):
+        return Reading(None, None, "empty: the final \\boxed{} holds no answer")
+    answer, mode = None, None
+    for mode in extraction:
+        snippet = snippet_of(text, mode)
+        answer = parse(snippet, parsing_timeout=timeout_seconds, raise_on_error=True) if snippet else None
+        if answer:
+            break
+    if not answer:
+        return Reading(None, None)
+    extracted = str(answer[-1])
+    why = flaw(text, site, differ, hedges, single_valued, extracted) if site is not None else None
+    if why is None and unevaluated(extracted) and not undone_ok:
+        why = f"not a result: {extracted} is arithmetic left undone, not its value"
+    return Reading(answer, mode, why)
+
+
 def verify_answer(
     completion: str,
     reference: str,
@@ -171,19 +227,6 @@ def verify_answer(
         return Label(0.0, CONFIDENCE_INCORRECT, "incorrect", "no final answer: the reasoning block is never closed")
     text = committed_text(completion)
 
-    def value(snippet: str):
-        snippet = snippet if "$" in snippet or "\\" in snippet else f"${snippet}$"
-        try:
-            return parse(snippet, parsing_timeout=timeout_seconds) or None
-        except TimeoutException:
-            raise
-        except Exception:  # malformed LaTeX in a side value: it cannot tell two values apart
-            return None
-
-    def differ(a: str, b: str) -> bool:
-        first, second = value(a), value(b)
-        return bool(first and second) and not verify(first, second, timeout_seconds=timeout_seconds)
-
     def reject(reason: str, extracted=None) -> Label:
         return Label(0.0, CONFIDENCE_INCORRECT, "incorrect", f"{HEDGED}{reason}"[:500], extracted)
 
@@ -191,25 +234,15 @@ def verify_answer(
         gold = parse_reference(reference, parse, timeout_seconds)  # gold comes first in verify()
         if not gold:
             return Label(None, 0.0, "abstain", f"reference does not parse: {reference!r}", raw=None)
-        site = final_site(text)
-        if site is not None and site.where == "boxed" and empty(text[site.start : site.end]):
-            return reject("empty: the final \\boxed{} holds no answer")
-        answer, mode = None, None
-        for mode in extraction:
-            snippet = snippet_of(text, mode)
-            answer = parse(snippet, parsing_timeout=timeout_seconds, raise_on_error=True) if snippet else None
-            if answer:
-                break
+        hedges, single, undone_ok = hedge_policy == "reject", _single_value(gold[0]), unevaluated(reference)
+        reading = read_answer(text, extraction, timeout_seconds, hedges, single, undone_ok)
+        answer, mode = reading.answer, reading.mode
+        extracted = str(answer[-1]) if answer else None
+        if reading.rejected:
+            return reject(reading.rejected, extracted)
         if not answer:
             modes = "/".join(extraction)
             return Label(0.0, CONFIDENCE_INCORRECT, "incorrect", f"no final answer found ({modes})", raw=None)
-        extracted = str(answer[-1])
-        if site is not None:
-            why = flaw(text, site, differ, hedge_policy == "reject", _single_value(gold[0]), extracted)
-            if why:
-                return reject(why, extracted)
-        if unevaluated(extracted) and not unevaluated(reference):
-            return reject(f"not a result: {extracted} is arithmetic left undone, not its value", extracted)
         ok = verify(gold, answer, float_rounding=float_rounding, timeout_seconds=timeout_seconds, raise_on_error=True)
     except TimeoutException:
         return Label(None, 0.0, "timeout", f"math-verify exceeded {timeout_seconds}s")

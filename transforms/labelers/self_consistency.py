@@ -1,14 +1,15 @@
 """SelfConsistencyVerifier: for a prompt without a reference, the majority final answer among its rollouts becomes
 a pseudo-reference (TTRL, majority vote), and each rollout is labeled by agreement with it.
 
-Input columns: completion, reference, all rollouts of one prompt at once (`label_group`). Answers are extracted
-and compared with math-verify (the same extraction modes as math_answer); two answers are one vote when math-verify
-finds them equivalent, so "0.5" and "\\frac{1}{2}" count together. Output per rollout: score 1.0 (its answer is
-the pseudo-reference) or 0.0 (another answer, or none), confidence = the majority's vote share (TTRL: the share
-predicts how often the pseudo-label is right), raw = JSON {pseudo_reference, vote_share, votes, answer}. Abstains,
-with the reason, when the prompt has a reference (`with_reference: skip`: math_answer verifies those), when fewer
-than `min_answers` rollouts state an answer, when two answers tie for the majority, or when the majority's share is
-below `min_vote_share`.
+Input columns: completion, reference, all rollouts of one prompt at once (`label_group`). Answers are read as
+math_answer reads them (math_answer.read_answer: the final committed answer after any reasoning block, the same
+extraction modes; a hedge, retraction, negation or range is no vote) and compared with math-verify; two answers are
+one vote when math-verify finds them equivalent, so "0.5" and "\\frac{1}{2}" count together. Output per rollout:
+score 1.0 (its answer is the pseudo-reference) or 0.0 (another answer, or none), confidence = the majority's vote
+share (TTRL: the share predicts how often the pseudo-label is right), raw = JSON {pseudo_reference, vote_share,
+votes, answer}. Abstains, with the reason, when the prompt has a reference (`with_reference: skip`: math_answer
+verifies those), when fewer than `min_answers` rollouts state an answer, when two answers tie for the majority, or
+when the majority's share is below `min_vote_share`.
 """
 
 import json
@@ -17,7 +18,8 @@ from typing import Literal
 
 from rewardmill.transforms.labelers.base import Label
 from rewardmill.transforms.labelers.main_thread import HardTimeout, MainThreadRunner
-from rewardmill.transforms.labelers.math_answer import answer_snippet, check_modes
+from rewardmill.transforms.labelers.math_answer import check_modes, read_answer
+from rewardmill.transforms.labelers.math_final import committed_text
 
 
 @dataclass(frozen=True)
@@ -57,15 +59,13 @@ def vote(
 
     parsed, texts = [], []
     for completion in completions:
-        answer = None
-        for mode in extraction:
-            snippet = answer_snippet(completion or "", mode)
-            try:
-                answer = parse(snippet, parsing_timeout=timeout_seconds) if snippet else None
-            except Exception:  # malformed LaTeX: this rollout states no readable answer
-                answer = None
-            if answer:
-                break
+        try:  # only a final committed answer votes: a hedge, retraction, negation or range states none
+            reading = read_answer(
+                committed_text(completion if isinstance(completion, str) else ""), extraction, timeout_seconds
+            )
+            answer = None if reading.rejected else reading.answer
+        except Exception:  # malformed LaTeX: this rollout states no readable answer
+            answer = None
         parsed.append(answer or None)
         texts.append(str(answer[-1]) if answer else None)
 
@@ -140,7 +140,9 @@ class SelfConsistencyVerifier:
     without a reference. Input columns: completion, reference. See the module docstring."""
 
     name = "self_consistency"
-    version = "1"
+    # 2: only a final committed answer (math_answer.read_answer: after the reasoning block, no hedge, retraction,
+    # negation or range) votes
+    version = "2"
     reads = ("completion", "reference")
     tasks = ("math",)
     Config = SelfConsistencyConfig
