@@ -5,6 +5,7 @@ to one value (nothing retracted, negated, ranged or hedged) math_commitment.py's
 compares it with the reference.
 """
 
+import functools
 import numbers
 import re
 from dataclasses import dataclass
@@ -175,6 +176,7 @@ def read_answer(
     from math_verify import parse, verify
     from math_verify.errors import TimeoutException
 
+    @functools.lru_cache(maxsize=256)  # the same token is compared with several others
     def value(snippet: str):
         snippet = snippet if "$" in snippet or "\\" in snippet else f"${snippet}$"
         try:

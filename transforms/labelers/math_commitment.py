@@ -12,6 +12,8 @@ from collections.abc import Callable
 
 from rewardmill.transforms.labelers.math_final import (
     ANSWER_IS,
+    WINDOW,
+    WINDOW_TOKENS,
     Site,
     boxes,
     committed_token,
@@ -124,10 +126,10 @@ def _retraction(text: str, site: Site, hi: int, mine, differ) -> str | None:
         return f"retraction: after the final answer the text says {quote!r}"
     change = _CHANGE.search(after)
     if change:  # the value the changed text ends on
-        later = tokens(text, mine[1] + change.end(), len(text), words=True)
+        later = tokens(text, max(mine[1] + change.end(), len(text) - WINDOW), len(text), words=True)
         if later and differ(mine[2], later[-1][2]):
             return f"retraction: {after[change.start() : change.start() + 80].strip()!r} follows the final answer"
-    tail = text[hi:].strip()
+    tail = text[max(hi, len(text) - WINDOW) :].strip()
     last = re.split(r"(?<=[.!?])\s+|\n", tail)[-1] if tail else ""
     ends = re.search(r"=\s*\$?\s*(-?[\d.,/]+)\s*\$?\s*[.!]?\s*$", last)
     if ends and not re.search(rf"(?<![\d.]){re.escape(mine[2].strip(' $'))}(?![\d.])", last[: ends.start()]):
@@ -191,14 +193,14 @@ def _alternatives(text: str, around: list, mine, differ, hi: int) -> str | None:
         parts = [p for p in re.split(r"(?i)\s*(?:\bor\b|\band\b|;|,(?!\d{3}))\s*", inner) if p.strip()]
         if len(parts) > 1 and any(differ(parts[0], p) for p in parts[1:]):
             return f"several values: the final answer lists {' | '.join(p.strip() for p in parts)}"
-    for other in around:
+    for other in around[:WINDOW_TOKENS]:
         if other is mine:
             continue
         left, right = (other[1], mine[0]) if other[0] < mine[0] else (mine[1], other[0])
         if _joins_alternatives(text[left:right]) and differ(mine[2], other[2]):
             return f"several values: the final answer offers {mine[2].strip()} and {other[2].strip()}"
-    for offer in _OFFERS.finditer(text[hi:]):  # a later sentence offers another value: "It could also be 6."
-        near = tokens(text, hi + offer.end(), len(text))[:1]
+    for offer in _OFFERS.finditer(text[hi : hi + WINDOW]):  # a later sentence offers one: "It could also be 6."
+        near = tokens(text, hi + offer.end(), min(len(text), hi + offer.end() + 200))[:1]
         gap = text[hi + offer.end() : near[0][0]] if near else "x"
         if not re.sub(r"\\boxed|[\s${(:]", "", gap) and differ(mine[2], near[0][2]):
             return f"several values: {text[hi + offer.start() : near[0][1]].strip()!r} after the final answer"

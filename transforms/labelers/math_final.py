@@ -51,6 +51,10 @@ class Site:
     anchor: int  # where math-verify should start reading (the "answer" word of an "answer is")
 
 
+# How far around the final answer its statement is read, and how many of its values are compared with the answer: a
+# completion that writes thousands of numbers on one line costs no more than one that writes a few.
+WINDOW = 1000
+WINDOW_TOKENS = 50
 _TAG = re.compile(r"</?[A-Za-z][\w-]*>")  # <answer>...</answer>: markup, not a comparison
 
 
@@ -106,9 +110,11 @@ def site_snippet(text: str, site: Site) -> str:
 
 
 def sentence(text: str, site: Site) -> tuple[int, int]:
+    """The span of the sentence (or line) that holds the site, at most WINDOW characters either side of it."""
     ends = [m.end() for m in _SENTENCE_END.finditer(text, 0, site.outer_start)]
     stop = _SENTENCE_END.search(text, site.outer_end)
-    return (ends[-1] if ends else 0), (stop.end() if stop else len(text))
+    lo, hi = (ends[-1] if ends else 0), (stop.end() if stop else len(text))
+    return max(lo, site.outer_start - WINDOW), min(hi, site.outer_end + WINDOW)
 
 
 def tokens(text: str, lo: int, hi: int, words: bool = False) -> list[tuple[int, int, str]]:
@@ -133,14 +139,14 @@ def tokens(text: str, lo: int, hi: int, words: bool = False) -> list[tuple[int, 
     return sorted(found)
 
 
-def committed_token(text: str, site: Site, tokens: list, is_answer=None) -> tuple[int, int, str] | None:
+def committed_token(text: str, site: Site, found: list, is_answer=None) -> tuple[int, int, str] | None:
     """The token the statement commits to: the box; else the last token of the statement that holds the value read
     as the answer (`is_answer(token text)`: math-verify's reading of the statement); else the value after the last "="
     of the statement; else its first."""
-    inside = [t for t in tokens if site.outer_start <= t[0] and t[1] <= max(site.outer_end, site.end)]
+    inside = [t for t in found if site.outer_start <= t[0] and t[1] <= max(site.outer_end, site.end)]
     if site.where == "boxed" or not inside:
-        return next((t for t in tokens if t[0] == site.outer_start), inside[0] if inside else None)
-    read = [t for t in inside if is_answer(t[2])] if is_answer is not None else []
+        return next((t for t in found if t[0] == site.outer_start), inside[0] if inside else None)
+    read = [t for t in inside[-WINDOW_TOKENS:] if is_answer(t[2])] if is_answer is not None else []
     if read:
         return read[-1]
     equals = text.rfind("=", site.start, site.end)

@@ -75,3 +75,16 @@ def test_unevaluated(value, undone):
 )
 def test_empty(value, nothing):
     assert empty(value) is nothing
+
+
+def test_a_long_statement_is_read_in_a_bounded_window():
+    """Thousands of numbers on one line cost no more than a few: the statement is read WINDOW characters around the
+    answer."""
+    from rewardmill.transforms.labelers.math_final import WINDOW, sentence
+
+    text = ", ".join(str(i) for i in range(5000)) + ". The answer is 5."
+    text_line = "x " * 5000 + "\\boxed{5}" + " y" * 5000
+    site = final_site(text_line)
+    lo, hi = sentence(text_line, site)
+    assert site_snippet(text, final_site(text)) == "answer is 5"
+    assert site.outer_start - lo == WINDOW and hi - site.outer_end == WINDOW
