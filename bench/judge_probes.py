@@ -7,7 +7,8 @@ defaults), transforms/judges/probes.py's fixed probes (master keys, empty symbol
 injections) run as the completions of `--prompts` arithmetic prompts, twice: defenses off (requests unguarded,
 answers with no substance judged like any other: what the judges did before) and on. Prints, per judge, the share of
 probes credited overall and per kind, and the mean score the probes got beside the mean score of sincere wrong
-answers to the same prompts (a probe must never outrank one). No argument --model: the default model is
+answers to the same prompts (with how many of them the judge scored: a judge may abstain), which a probe should
+never outrank. No argument --model: the default model is
 materialized into a temporary folder first.
 """
 
@@ -43,7 +44,7 @@ def judges(model: str, names: list[str]) -> dict[str, tuple[str, dict]]:
     return configured
 
 
-def measure(key: str, config: dict, rows: list[dict], defended: bool) -> tuple[dict, float | None, float]:
+def measure(key: str, config: dict, rows: list[dict], defended: bool) -> tuple[dict, tuple, float]:
     cls = get_labeler_class(key)
     labeler = cls(from_dict(cls.Config, config, key))
     labeler.defended = defended
@@ -57,7 +58,7 @@ def measure(key: str, config: dict, rows: list[dict], defended: bool) -> tuple[d
     wrong_scores = [label.score for label in wrong if label.score is not None]
     mean_probe = sum(scores) / len(scores) if scores else None
     mean_wrong = sum(wrong_scores) / len(wrong_scores) if wrong_scores else None
-    return probes.probe_report(results), (mean_probe, mean_wrong), time.perf_counter() - start
+    return probes.probe_report(results), (mean_probe, mean_wrong, len(wrong_scores)), time.perf_counter() - start
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -77,16 +78,17 @@ def main(argv: list[str] | None = None) -> None:
             model = str(Path(work) / "policy")
             materialize("builtin:smollm2-135m-instruct", Path(model), "SmolLM2-135M-Instruct")
         rows = prompt_rows(args.prompts)
-        header = f"{'judge':<10} {'defenses':<8} {'FPR':>6}  {'probe mean':>10} {'wrong mean':>10}  per kind"
+        header = f"{'judge':<10} {'defenses':<8} {'FPR':>6}  {'probe mean':>10} {'wrong mean (scored)':>18}  per kind"
         print(f"{len(probes.PROBES)} probes x {len(rows)} prompts, model {model}\n{header}")
         for name, (key, config) in judges(model, args.judges).items():
             for defended in (False, True):
-                report, (mean_probe, mean_wrong), seconds = measure(key, config, rows, defended)
+                report, (mean_probe, mean_wrong, n_wrong), seconds = measure(key, config, rows, defended)
                 kinds = " ".join(f"{k}={v:.2f}" for k, v in report["fpr_by_kind"].items())
                 fmt = lambda x: "-" if x is None else f"{x:.3f}"  # noqa: E731
                 print(
                     f"{name:<10} {'on' if defended else 'off':<8} {report['fpr']:>6.3f}  {fmt(mean_probe):>10} "
-                    f"{fmt(mean_wrong):>10}  {kinds}  ({report['credited']}/{report['probes']}, {seconds:.0f} s)",
+                    f"{fmt(mean_wrong):>10} ({n_wrong}/{len(rows)})  {kinds}  "
+                    f"({report['credited']}/{report['probes']}, {seconds:.0f} s)",
                     flush=True,
                 )
 
