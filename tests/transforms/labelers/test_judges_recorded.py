@@ -78,16 +78,19 @@ def test_reference_appeal_rechecks_only_rule_negatives(recorded):
 @pytest.mark.parametrize(
     ("threshold", "accepted_rows"),
     [
-        (0.5, [0, 1, 3, 4, 5]),  # 2 of 3 is enough
-        (2 / 3, [0, 1, 3, 4, 5]),  # the default: 2 of 3
-        (0.8, [3, 4, 5]),  # only the unanimous rows (row 3: 2 of 2 readable votes)
-        (1.0, [3, 4, 5]),
+        (0.5, [0, 1, 3, 4]),  # 2 of 3 is enough
+        (2 / 3, [0, 1, 3, 4]),  # the default: 2 of 3
+        (0.8, [3, 4]),  # only the unanimous rows (row 3: 2 of 2 readable votes)
+        (1.0, [3, 4]),
     ],
 )
 def test_panel_threshold_decides_which_recorded_votes_become_labels(recorded, threshold, accepted_rows):
     """Votes come from P(yes) at the answer (votes_from="logprobs"): a reply such as "The answer is Yes" votes even
     when cut at max_tokens. Row 2's replies never reach a yes/no, so nobody votes there."""
     labels = rec.panel_judge(kind="binary", max_tokens=4, threshold=threshold).label_many(rec.PANEL_ROWS)
+    # row 5's empty answer has no substance: 0.0 without asking the panel (it used to be accepted, unanimously)
+    assert (labels[5].score, labels[5].verdict, labels[5].raw) == (0.0, "incorrect", None)
+    labels = labels[:5]
     raws = [json.loads(lab.raw) for lab in labels]
     assert [i for i, raw in enumerate(raws) if raw["accepted"]] == accepted_rows
     for lab, raw in zip(labels, raws, strict=True):
@@ -103,14 +106,15 @@ def test_panel_threshold_decides_which_recorded_votes_become_labels(recorded, th
     # the 135M judge is weak: it calls "London." correct for Paris (2 of 2 votes) and "7 + 5 = 12" wrong
     assert labels[3].verdict == "correct" and labels[0].verdict == ("incorrect" if threshold <= 2 / 3 else "abstain")
     stats = PanelJudge.summarize(as_rows(labels))
-    assert stats["acceptance_rate"] == pytest.approx(len(accepted_rows) / 5)  # 5 rows had readable votes
+    assert stats["acceptance_rate"] == pytest.approx(len(accepted_rows) / 4)  # 4 rows had readable votes
 
 
 def test_likert_panels_abstain_when_too_few_votes_are_readable(recorded):
     for judge in (rec.panel_judge(kind="likert"), rec.panel_judge(kind="likert", reflection=True)):
         labels = judge.label_many(rec.PANEL_ROWS)
-        assert all(lab.verdict == "abstain" and lab.score is None for lab in labels)
-        assert all("readable" in lab.rationale for lab in labels)
+        assert (labels[-1].score, labels[-1].verdict) == (0.0, "incorrect")  # the empty answer: no call
+        assert all(lab.verdict == "abstain" and lab.score is None for lab in labels[:-1])
+        assert all("readable" in lab.rationale for lab in labels[:-1])
 
 
 @pytest.mark.parametrize("mode", ["prometheus", "principles"])
