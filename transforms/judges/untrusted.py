@@ -105,7 +105,8 @@ _FORMATTING = re.compile(
     r"\\(?:boxed|fbox|text|textbf|textit|mathrm|mathbf|mathit|displaystyle|left|right|quad|qquad|begin|end|"
     r"\[|\]|\(|\))",
 )
-_WORD = re.compile(r"[^\W_]+(?:'[^\W_]+)?")
+# Letters and digits in any script, and the few symbols that are a whole answer on their own (a limit of ∞, the ∅ set).
+_WORD = re.compile(r"[^\W_]+(?:'[^\W_]+)?|[∞∅]")
 
 
 def substance(answer: str) -> str:
