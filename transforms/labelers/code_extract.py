@@ -1,10 +1,15 @@
 """Find the code a completion means to submit (pure).
 
+Only the answer is read: a leading `<think>` block is reasoning (reasoning.py), and a completion whose leading
+block never closes has no answer (`Extracted.finished` is False) — code drafted while thinking is not submitted.
+
 Completions are prose around fenced blocks, or bare code, and often imperfect: the function in one block and a
 usage demo in the next, a helper in a block of its own, an opening fence the model forgot, a closing fence cut off
 at max tokens. The text is split at its fence lines into pieces: fenced blocks (a fence opens a block when none is
 open; inside one, an untagged fence closes it and a tagged one closes it and opens the next) and the text between
-them. A piece is code when it is a python or untagged block that parses, or text outside the blocks that parses
+them. Any info string opens a block (```py3, ```Python, ```{python}, ```python title="a.py"); a block whose
+opening fence is indented (inside a Markdown list item) loses that much indentation from each line, as CommonMark
+reads it. A piece is code when it is a python or untagged block that parses, or text outside the blocks that parses
 once prose lines around it are dropped.
 
 With the names the tests call (`wanted`), the code run is the last code piece defining each wanted name plus,
@@ -20,8 +25,11 @@ import builtins
 import re
 from dataclasses import dataclass
 
-FENCE_LINE = re.compile(r"^[ \t]*```[ \t]*([\w+-]*)")
-PYTHON_TAGS = ("python", "py", "python3")
+from rewardmill.transforms.labelers.reasoning import split_reasoning
+
+# A fence line: its indentation, 3+ backticks, an info string holding no backtick (else it is inline code)
+FENCE_LINE = re.compile(r"^([ \t]*)`{3,}([^`]*)$")
+PYTHON_TAG = re.compile(r"(?:python|py)(?:[23](?:\.\d+)?)?")  # python, py, python3, py3, python3.11, Python
 CODE_START = re.compile(r"^(?:async\s+def|def|class|import|from|@)\b|^[A-Za-z_]\w*\s*=[^=]")
 MAX_PARSES = 200  # bounds the search for code in prose (each try parses the piece's candidate lines once)
 BUILTIN_NAMES = frozenset(dir(builtins))
@@ -31,6 +39,7 @@ BUILTIN_NAMES = frozenset(dir(builtins))
 class Extracted:
     code: str
     source: str  # which part of the completion ran, e.g. "code blocks 1, 3 of 3"
+    finished: bool = True  # False: the completion's leading reasoning block never closes, so it has no answer
 
 
 @dataclass(frozen=True)
@@ -41,6 +50,10 @@ class _Piece:
 
 
 def extract(completion: str, wanted: tuple[str, ...] = ()) -> Extracted:
+    split = split_reasoning(completion)
+    if not split.finished:
+        return Extracted("", "no finished answer (the reasoning block never closes)", finished=False)
+    completion = split.answer
     pieces = _split(completion)
     n_blocks = max((p.block for p in pieces), default=0)
     code = [(p, c, tree) for p in pieces for c, tree in [_code_of(p)] if tree is not None]
@@ -73,8 +86,8 @@ def extract_code(completion: str) -> str:
 
 def _fallback(pieces, code, completion: str, n_blocks: int) -> tuple[Extracted, "_Piece | None"]:
     """What runs when no piece defines a tested name, and the piece it is (None for the whole text)."""
-    for wanted in (PYTHON_TAGS, ("",)):
-        tagged = [p for p in pieces if p.tag is not None and p.tag in wanted]
+    for python in (True, False):
+        tagged = [p for p in pieces if p.tag is not None and (_is_python(p.tag) if python else p.tag == "")]
         if tagged:
             return Extracted(_trim(tagged[-1].body), _describe(tagged[-1:], n_blocks)), tagged[-1]
     whole = _trim(completion)
@@ -87,10 +100,10 @@ def _fallback(pieces, code, completion: str, n_blocks: int) -> tuple[Extracted, 
 
 
 def _split(text: str) -> list[_Piece]:
-    pieces, lines, tag, block = [], [], None, 0
+    pieces, lines, tag, block, indent = [], [], None, 0, 0
 
     def flush():
-        body = "".join(lines)
+        body = "".join(_outdent(line, indent) for line in lines) if tag is not None else "".join(lines)
         if tag is not None or body.strip():
             pieces.append(_Piece(block if tag is not None else 0, tag, body))
         lines.clear()
@@ -100,11 +113,11 @@ def _split(text: str) -> list[_Piece]:
         if fence is None:
             lines.append(line)
             continue
-        new_tag = fence.group(1).lower()
+        new_tag = _tag(fence.group(2))
         if tag is None or new_tag:  # opens a block (a tagged fence inside one closes it first)
             flush()
             block += 1
-            tag = new_tag
+            tag, indent = new_tag, len(fence.group(1))
         else:  # an untagged fence closes the open block
             flush()
             tag = None
@@ -115,12 +128,29 @@ def _split(text: str) -> list[_Piece]:
 def _code_of(piece: _Piece) -> tuple[str, ast.Module | None]:
     body = _trim(piece.body)
     if piece.tag is not None:
-        tree = _parse(body) if piece.tag in (*PYTHON_TAGS, "") else None
+        tree = _parse(body) if piece.tag == "" or _is_python(piece.tag) else None
         return body, tree
     tree = _parse(body)
     if tree is not None and _defined(tree):
         return body, tree
     return _code_in_prose(body)
+
+
+def _tag(info: str) -> str:
+    """A fence's language: the info string's first word, lower case, without pandoc's `{.` and what follows a
+    `:` or `}` (```python:main.py, ```{.python}, ```py3 title="a.py")."""
+    word = info.strip().lstrip("{.")
+    return re.match(r"[\w+#.-]*", word).group().rstrip(".").lower()
+
+
+def _is_python(tag: str) -> bool:
+    return PYTHON_TAG.fullmatch(tag) is not None
+
+
+def _outdent(line: str, indent: int) -> str:
+    """The line without up to `indent` leading spaces or tabs (its block's opening fence was indented that much)."""
+    stripped = line.lstrip(" \t")
+    return line[min(indent, len(line) - len(stripped)) :]
 
 
 def _code_in_prose(text: str) -> tuple[str, ast.Module | None]:

@@ -14,6 +14,7 @@ import builtins
 import json
 import re
 import sys
+import textwrap
 from dataclasses import dataclass
 
 STYLES = ("asserts", "humaneval", "stdio")
@@ -81,12 +82,32 @@ def _text(tests: dict, key: str) -> str:
 
 def humaneval_program(code: str, spec: TestsSpec) -> str:
     """HumanEval completions are either a body continuing the prompt or a whole function. The prompt always
-    goes first: it carries the imports and helper functions (e.g. is_palindrome for make_palindrome)."""
+    goes first: it carries the imports and helper functions (e.g. is_palindrome for make_palindrome). A body
+    written without its indentation (it returns at the top level) is indented under the prompt's `def`."""
     if not spec.prompt:
         return code
     if re.search(rf"^\s*def\s+{re.escape(spec.entry_point)}\s*\(", code, re.M) and not code[:1].isspace():
         return spec.prompt.rstrip() + "\n\n\n" + code
+    if _returns_outside_a_function(code):
+        last = next((line for line in reversed(spec.prompt.splitlines()) if line.strip()), "")
+        indent = last[: len(last) - len(last.lstrip())] or "    "
+        return spec.prompt.rstrip("\n") + "\n" + textwrap.indent(code, indent)
     return spec.prompt + code
+
+
+def _returns_outside_a_function(code: str) -> bool:
+    """Whether `code` parses on its own and has a `return` or `yield` outside any def, class or lambda."""
+    try:
+        stack = list(ast.parse(code).body)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.Return, ast.Yield, ast.YieldFrom)):
+            return True
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            stack.extend(ast.iter_child_nodes(node))
+    return False
 
 
 def same_output(expected: str, actual: str) -> bool:

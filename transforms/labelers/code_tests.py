@@ -67,7 +67,8 @@ class CodeTestsConfig:
 class CodeTestsVerifier:
     """Score = fraction of the prompt's tests the completion's code passes, run in a sandbox (sandbox.py).
 
-    Input columns: completion (the code it submits: the blocks defining what the tests call, code_extract.py),
+    Input columns: completion (the code its answer submits, after any leading reasoning block: the blocks defining
+    what the tests call, code_extract.py),
     tests (JSON; styles in code_harness.py). Output: score, verdict correct (all pass) | incorrect (score = pass
     rate when tests fail or the code raises; 0.0 when the code does not compile, raises on load, or times out or
     crashes anywhere: a run that never finished must not rank above an honest wrong answer) | error (score None,
@@ -79,8 +80,10 @@ class CodeTestsVerifier:
     name = "code_tests"
     # 2: the completion and the tests run in two sandboxes (code_protocol.py); 3: no per-test timings in `raw` (a
     # label's bytes must not depend on the machine's speed); 4: the tests see only declared names, the relay wraps
-    # the completion's lines, timeouts and crashes are incorrect/0, the code run is chosen by the names tested
-    version = "4"
+    # the completion's lines, timeouts and crashes are incorrect/0, the code run is chosen by the names tested; 5: only
+    # the answer after a leading reasoning block runs (unclosed: incorrect/0), any fence info string (py3) opens a
+    # block and an indented fence dedents it, exit()/quit() exist, a HumanEval body at column 0 is indented
+    version = "5"
     reads = ("completion", "tests")
     tasks = ("code",)
     Config = CodeTestsConfig
@@ -111,6 +114,9 @@ class CodeTestsVerifier:
         plan = tests_plan(spec) if spec.style != "stdio" else None
         extracted = extract(completion or "", tuple(plan["declared"]) if plan else ())
         code = extracted.code
+        if not extracted.finished:  # only an answer is graded: code drafted in unfinished reasoning is not one
+            rationale = "no finished answer: the leading reasoning block never closes"
+            return Label(0.0, CONFIDENCE_INCORRECT, "incorrect", rationale, _raw(spec, []))
         if not code.strip():
             return Label(0.0, CONFIDENCE_INCORRECT, "incorrect", "no code in the completion", _raw(spec, []))
         try:

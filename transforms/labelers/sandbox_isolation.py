@@ -42,7 +42,10 @@ BOOTSTRAP = (
     "(r.RLIMIT_NOFILE,(int(o),)*2),(r.RLIMIT_NPROC,(int(n),)*2),(r.RLIMIT_CORE,(0,0))):r.setrlimit(k,v)\n"
     "sys.argv=[s]\n"
     "__file__=s\n"
-    "del u,g,c,a,f,o,n,s,k,v,os,sys,r\n"
+    # `-S` skips site, and with it the exit()/quit() builtins programs end with: the same objects, site-packages off
+    "import builtins as b,_sitebuiltins as q\n"
+    "b.exit=q.Quitter('exit','Ctrl-D (i.e. EOF)');b.quit=q.Quitter('quit','Ctrl-D (i.e. EOF)')\n"
+    "del u,g,c,a,f,o,n,s,k,v,os,sys,r,b,q\n"
     # runs in this __main__ module, as `python main.py` would (runpy would cost ~40 ms of imports per run)
     "exec(compile(open(__file__,'rb').read(),__file__,'exec'))\n"
 )

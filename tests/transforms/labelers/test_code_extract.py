@@ -29,6 +29,7 @@ def block(code: str, tag: str = "python") -> str:
 
 
 ADD = "def add(a, b):\n    return a + b"
+USES_H = "def add(a, b):\n    return h(a, b)"
 
 
 @pytest.mark.parametrize(
@@ -80,3 +81,41 @@ def test_without_names_the_last_block_takes_the_helpers_it_uses():
     result = extract(completion)
     assert result.code.startswith("def solve") and result.code.endswith("split())))")
     assert result.source == "code blocks 1, 2 of 2"
+
+
+@pytest.mark.parametrize(
+    "completion, code, source",
+    [
+        ("```py3\nx = 1\n```", "x = 1", "code block 1 of 1"),  # py3 is python
+        ("```Python3.11\nx = 1\n```", "x = 1", "code block 1 of 1"),  # case and a version
+        ('```python title="a.py"\nx = 1\n```', "x = 1", "code block 1 of 1"),  # attributes after the tag
+        ("```{.python}\nx = 1\n```\n```\ny = 2\n```", "x = 1", "code block 1 of 2"),  # pandoc braces: python
+        ("````python\nx = 1\n````", "x = 1", "code block 1 of 1"),  # four backticks
+        ("```python:main.py\nx = 1\n```", "x = 1", "code block 1 of 1"),  # a file name after the tag
+        ("```bash\nls\n```\n```\nx = 3\n```", "x = 3", "code block 2 of 2"),  # another language is a block too
+        ("1. Code:\n\n   ```python\n   def f():\n       return 1\n   ```\n", "def f():\n    return 1",
+         "code block 1 of 1"),  # fence indented in a list item: the block loses the fence's indentation only
+        ("- x:\n  ```python\n      return x\n  ```", "    return x", "code block 1 of 1"),  # a body stays indented
+        ("Use ```x = 1``` here", "Use ```x = 1``` here", "the whole text"),  # inline code is not a fence
+    ],
+)  # fmt: skip
+def test_any_fence_info_string_and_indented_fences(completion, code, source):
+    result = extract(completion)
+    assert (result.code, result.source) == (code, source)
+
+
+@pytest.mark.parametrize(
+    "completion, wanted, code, finished",
+    [
+        ("<think>\n" + block(ADD), ("add",), "", False),  # never closed: no answer at all
+        ("<think>\n" + block(ADD) + "\n</think>\nI could not solve it.", ("add",), "I could not solve it.", True),
+        # a draft while thinking, the answer after it
+        ("<think>" + block("def add(a, b):\n    return 0") + "</think>\n" + block(ADD), ("add",), ADD, True),
+        # a helper defined only in the reasoning is not taken into the answer's code
+        ("<think>" + block("def h(a, b):\n    return a + b") + "</think>\n" + block(USES_H), ("add",), USES_H, True),
+        ("Not reasoning: </think>\n" + block(ADD), ("add",), ADD, True),  # a stray close tag hides nothing
+    ],
+)  # fmt: skip
+def test_only_the_answer_after_the_reasoning_is_code(completion, wanted, code, finished):
+    result = extract(completion, wanted)
+    assert (result.code, result.finished) == (code, finished)

@@ -125,6 +125,10 @@ HE_TESTS = json.dumps({"style": "humaneval", "test": HE_TEST, "entry_point": "sq
         ("    return None\n", 0.0, "incorrect"),  # returns nothing
         ("    raise ValueError('no')\n", 0.0, "incorrect"),  # raises
         ("  return x *\n", 0.0, "incorrect"),  # does not compile
+        ("```python\nreturn x * x\n```", 1.0, "correct"),  # a body written at column 0: indented under the def
+        ("y = x * x\nif y:\n    return y\nreturn 0\n", 1.0, "correct"),  # a longer one keeps its structure
+        ("print(x * x)\n", 0.0, "incorrect"),  # no top-level return: not a body, runs as a statement
+        ("<think>\n    return x * x\n", 0.0, "incorrect"),  # unclosed reasoning: no answer
     ],
 )
 def test_humaneval_style(verifier, completion, score, verdict):
@@ -153,6 +157,10 @@ STDIO = json.dumps(
         ("a, b = map(int, input().split())\nprint(a // 0)", 0.0, "incorrect", "ZeroDivisionError"),  # raises
         ("print(", 0.0, "incorrect", "SyntaxError"),  # does not compile
         ("while True:\n    pass", 0.0, "incorrect", "timed out"),  # never ends: incorrect, score 0
+        ("a, b = map(int, input().split())\nprint(a + b)\nexit()", 1.0, "correct", "3/3"),  # site's exit()
+        ("a, b = map(int, input().split())\nprint(a + b)\nquit(0)", 1.0, "correct", "3/3"),  # and quit()
+        ("print(1)\nexit(2)", 0.0, "incorrect", "test 0 error"),  # a nonzero exit status is an error
+        ("<think>\na, b = map(int, input().split())\nprint(a + b)", 0.0, "incorrect", "no finished answer"),
     ],
 )
 def test_stdio_style(verifier, completion, score, verdict, rationale_has):

@@ -79,6 +79,9 @@ def test_runs_code_with_stdin_and_records_isolation(sb):
         ("import sys; sys.exit(3)", 3, ""),  # explicit exit code
         ("1 / 0", 1, "ZeroDivisionError"),  # uncaught exception: traceback on stderr
         ("def f(:\n  pass", 1, "SyntaxError"),  # does not compile
+        ("exit(4)", 4, ""),  # site's exit() and quit() exist without site-packages (-S)
+        ("print(1)\nquit()\nprint(2)", 0, ""),  # quit() ends the program with status 0
+        ("import sys\nassert not [p for p in sys.path if 'site-packages' in p]", 0, ""),  # still no site-packages
     ],
 )
 def test_exit_codes(sb, code, exit_code, stderr_has):
