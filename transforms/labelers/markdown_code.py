@@ -5,8 +5,8 @@ written inside a code fence, a code span or a comment is quoted text, not the co
 follow CommonMark where it matters here: a fence is a line of 3+ backticks or tildes (up to 3 spaces indented) and
 closes at a line of at least as many of the same character; an unclosed fence runs to the end of the text; a code
 span closes at the next run of exactly as many backticks within its paragraph; an unclosed comment runs to the end.
-Indented code blocks (4 spaces) are not recognised: telling one from an indented list item or paragraph line needs
-CommonMark's whole block grammar, so a tag in one still counts (a known gap).
+An indented code block (4 spaces) is recognised after a blank line outside a list (`indented_code`); nested lists and
+block quotes are not followed, so an indented line inside a quoted list item can still be misread.
 """
 
 import re
@@ -56,9 +56,45 @@ def fenced_blocks(text: str) -> list[Fence]:
     return blocks
 
 
+def _inline_spans(text: str) -> list[tuple[int, int, str]]:
+    """(start, end, kind) of each code span ("code") and HTML comment ("comment") of `text` outside fenced blocks."""
+    chars = list(text)
+    for block in fenced_blocks(text):
+        for k in range(block.start, block.end):
+            if chars[k] != "\n":
+                chars[k] = " "
+    rest, spans, pos = "".join(chars), [], 0
+    while (found := _INLINE.search(rest, pos)) is not None:
+        start = found.start()
+        if found.group() == "<!--":
+            end = rest.find("-->", found.end())
+            end = len(rest) if end < 0 else end + 3
+            spans.append((start, end, "comment"))
+        else:
+            run = len(found.group())
+            close = re.compile(rf"(?<!`)`{{{run}}}(?!`)").search(rest, found.end())
+            if close is None or _BLANK_LINE.search(rest, found.end(), close.start()):
+                pos = found.end()  # a backtick run with no partner is plain text
+                continue
+            end = close.end()
+            spans.append((start, end, "code"))
+        pos = end
+    return spans
+
+
+def html_comments(text: str) -> list[tuple[int, int]]:
+    """(start, end) of each HTML comment outside code, in order: text a reader of the rendered answer never sees."""
+    return [(start, end) for start, end, kind in _inline_spans(text) if kind == "comment"]
+
+
+def code_spans(text: str) -> list[tuple[int, int]]:
+    """(start, end) of each inline code span outside fenced blocks, backticks included, in order."""
+    return [(start, end) for start, end, kind in _inline_spans(text) if kind == "code"]
+
+
 def mask_code(text: str) -> str:
-    """`text` with every fenced block, code span and HTML comment blanked (newlines kept): the same length, so an
-    offset found in the result points at the same place in `text`."""
+    """`text` with every fenced block, indented code block, code span and HTML comment blanked (newlines kept): the
+    same length, so an offset found in the result points at the same place in `text`."""
     chars = list(text)
 
     def blank(start: int, end: int) -> None:
@@ -68,20 +104,39 @@ def mask_code(text: str) -> str:
 
     for block in fenced_blocks(text):
         blank(block.start, block.end)
-    rest = "".join(chars)
-    pos = 0
-    while (found := _INLINE.search(rest, pos)) is not None:
-        start = found.start()
-        if found.group() == "<!--":
-            end = rest.find("-->", found.end())
-            end = len(rest) if end < 0 else end + 3
-        else:
-            run = len(found.group())
-            close = re.compile(rf"(?<!`)`{{{run}}}(?!`)").search(rest, found.end())
-            if close is None or _BLANK_LINE.search(rest, found.end(), close.start()):
-                pos = found.end()  # a backtick run with no partner is plain text
-                continue
-            end = close.end()
+    for start, end in indented_code(text):
         blank(start, end)
-        pos = end
+    for start, end, _ in _inline_spans(text):
+        blank(start, end)
     return "".join(chars)
+
+
+_INDENTED = re.compile(r"(?: {4}|\t)[ \t]*\S")
+_LIST_ITEM = re.compile(r" {0,3}(?:[-*+]|\d{1,9}[.)])(?:[ \t]|$)")
+
+
+def indented_code(text: str) -> list[tuple[int, int]]:
+    """(start, end) of each line of an indented code block: a line indented 4+ spaces (or a tab) after a blank line
+    or another such line, where the last unindented text before it is not a list item (there, CommonMark reads the
+    indent as the item's continuation). Lines inside fenced blocks are not looked at. An approximation of
+    CommonMark's block grammar: nested lists and block quotes are not followed."""
+    fenced = [(b.start, b.end) for b in fenced_blocks(text)]
+    spans, offset, previous, in_list, in_code = [], 0, "", False, False
+    for line in text.splitlines(keepends=True):
+        start, offset = offset, offset + len(line)
+        if any(a <= start < b for a, b in fenced):
+            previous, in_code = "x", False
+            continue
+        body = line.rstrip("\r\n")
+        if not body.strip():
+            previous = ""
+            continue
+        if _INDENTED.match(body) and not in_list and (in_code or not previous.strip()):
+            spans.append((start, start + len(body)))
+            in_code = True
+        elif not _INDENTED.match(body):
+            in_list, in_code = bool(_LIST_ITEM.match(body)), False
+        else:
+            in_code = False
+        previous = body
+    return spans

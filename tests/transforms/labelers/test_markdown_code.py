@@ -1,6 +1,12 @@
 import pytest
 
-from rewardmill.transforms.labelers.markdown_code import fenced_blocks, mask_code
+from rewardmill.transforms.labelers.markdown_code import (
+    code_spans,
+    fenced_blocks,
+    html_comments,
+    indented_code,
+    mask_code,
+)
 
 
 @pytest.mark.parametrize(
@@ -30,9 +36,33 @@ def test_fenced_blocks(text, blocks):
         ("<a> ` <b>", "<a>`<b>"),  # a lone backtick is text
         ("<a> `x\n\n<b>` <c>", "<a>`x<b>`<c>"),  # a code span does not cross a blank line
         ("`<!--` <a>", "<a>"),  # a comment opener inside a code span is code
+        ("<a>\n\n    <b>\n<c>", "<a><c>"),  # an indented code block after a blank line
+        ("<a>\n    <b>", "<a><b>"),  # an indented line continuing a paragraph is text
+        ("1. <a>\n\n    <b>", "1.<a><b>"),  # indented under a list item: the item's continuation
     ],
 )
 def test_mask_code_keeps_only_markup_and_offsets(text, kept):
     masked = mask_code(text)
     assert len(masked) == len(text) and masked.count("\n") == text.count("\n")
     assert "".join(masked.split()) == kept
+
+
+@pytest.mark.parametrize(
+    ("text", "indented"),
+    [
+        ("    code", ["    code"]),  # at the start of the text
+        ("para\n\n    code\n    more\n\nafter", ["    code", "    more"]),  # a block of two lines
+        ("para\n    continued", []),  # a paragraph's continuation line
+        ("- item\n\n    continued", []),  # a list item's continuation
+        ("- item\n\nback out\n\n    code", ["    code"]),  # after the list has ended
+        ("```\n\n    fenced\n```", []),  # inside a fence: the fence's
+    ],
+)
+def test_indented_code(text, indented):
+    assert [text[a:b] for a, b in indented_code(text)] == indented
+
+
+def test_comments_and_code_spans_outside_fences():
+    text = "a <!-- c --> `s` ```\n```\n<!-- f -->\n```\n<!-- open"
+    assert [text[a:b] for a, b in html_comments(text)] == ["<!-- c -->", "<!-- open"]
+    assert [text[a:b] for a, b in code_spans(text)] == ["`s`"]
