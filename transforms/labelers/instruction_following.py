@@ -83,15 +83,20 @@ class InstructionFollowingVerifier:
     unknown constraints, or a check whose NLTK data is not installed), verdict (correct = all followed),
     rationale, raw (JSON: per-instruction strict and loose results). Only the answer is judged: what follows a
     leading <think> block (reasoning.py); a stray </think> hides nothing, an unclosed block leaves no answer.
-    The checkers are IFEval's as google-research has them today (ifeval_checks.py).
+    The checkers are IFEval's as google-research has them today, with the deliberate hardenings that
+    ifeval_checks.py lists; every check reads the answer as a reader sees it (no invisible padding, no HTML comments).
     """
 
     name = "instruction_following"
     # 2: a constraint value the checker would replace by a random one is an error. 3: only a leading think block is
     # not judged (a stray </think> hid what came before it); letter_frequency counts any one character (upstream);
     # the sentence and capital-word checks score (punkt_tab from llama-index-core) instead of erroring. 4: a check that
-    # forbids something also holds on the text with look-alike characters folded (a Cyrillic а hid "bad").
-    version = "4"
+    # forbids something also holds on the text with look-alike characters folded (a Cyrillic а hid "bad"). 5: every
+    # check reads what a reader sees (no invisible padding, no HTML comments); forbidding checks (now also the case
+    # checks) hold on the skeleton (Unicode confusables, marks, entities, emphasis inside a word); constrained_response
+    # needs exactly one option, response_language a detectable language, placeholders/bullets content, two_responses
+    # different words, a postscript marker not inside a word; quotation takes typographic pairs (ifeval_checks.py).
+    version = "5"
     reads = ("completion", "constraints")
     tasks = ("instruction",)
     Config = InstructionFollowingConfig
@@ -105,7 +110,7 @@ class InstructionFollowingVerifier:
         import langdetect
         from if_verifiable.common import get_loose_transformations
 
-        from rewardmill.transforms.labelers.ifeval_checks import REGISTRY, follows, reads_as_seen
+        from rewardmill.transforms.labelers.ifeval_checks import REGISTRY, follows, reader_view, reads_as_seen
 
         use_bundled_nltk_data()  # again after unpickling in a fresh worker: a no-op once the path is there
         langdetect.DetectorFactory.seed = 0  # langdetect samples randomly; seed it so labels are reproducible
@@ -132,13 +137,14 @@ class InstructionFollowingVerifier:
         # After a reasoning block the blank lines that separate it from the answer are the template's, not the
         # answer's; without one the completion is judged exactly as IFEval judges a response.
         response = split.answer.strip() if split.reasoning is not None else split.answer
+        response = reader_view(response)  # HTML comments are not shown; follows() drops invisible padding
         variants = [v for v in get_loose_transformations(response) if v.strip()] if response.strip() else []
         results, missing_data = [], {}
         for instruction_id, checker, kw in zip(ids, checkers, kwargs, strict=True):
             as_seen = reads_as_seen(instruction_id, kw)
             try:  # variants[0] is the response itself: strict checks it alone, loose takes any variant
-                strict = bool(variants) and follows(checker, variants[0], as_seen)
-                loose = strict or any(follows(checker, v, as_seen) for v in variants[1:])
+                strict = bool(variants) and follows(checker, instruction_id, variants[0], as_seen)
+                loose = strict or any(follows(checker, instruction_id, v, as_seen) for v in variants[1:])
             except LookupError as exc:  # NLTK data (punkt_tab) is not installed; nothing is downloaded here
                 found = NLTK_RESOURCE.search(str(exc))
                 missing_data[instruction_id] = found.group(1) if found else "unknown"
