@@ -1,17 +1,19 @@
 """FormatVerifier: does the completion have the required shape (regex, ordered tags, JSON schema)?"""
 
+import html
 import json
 import re
 from dataclasses import dataclass
 
 from rewardmill.transforms.labelers.base import Label
-from rewardmill.transforms.labelers.markdown_code import fenced_blocks, mask_code
+from rewardmill.transforms.labelers.markdown_code import code_spans, fenced_blocks, html_comments, mask_code
 from rewardmill.transforms.labelers.reasoning import answer_text
+from rewardmill.transforms.labelers.text_normalize import visible_text
 
 MODES = ("search", "fullmatch")
 DEFAULT_TAGS = ("think", "answer")
 TAG_NAME = re.compile(r"[A-Za-z][\w.-]*")
-JSON_FENCES = ("json", "")  # the info strings of a fence that can hold the JSON answer
+BLOCKQUOTE = re.compile(r"^ {0,3}>.*$", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -24,7 +26,9 @@ class FormatConfig:
     # neither pattern nor json_schema is set, else no tags.
     required_tags: tuple[str, ...] | None = None
     tags_only: bool = False  # with required_tags: only whitespace outside the tag blocks (DeepSeek-R1 style)
-    # The answer (after a leading <think> block) must validate: its last ```json (or bare ```) block, else all of it.
+    # The answer (after a leading <think> block; inside its <answer> tag when "answer" is a required tag) must
+    # validate: the last of its JSON blocks, other code blocks holding JSON-looking text, JSON-looking code spans and
+    # prose {...}/[...]; else all of it (json_answer).
     json_schema: dict | None = None
     timeout_seconds: float = 1.0  # per regex match: a pathological pattern gives verdict timeout, not a hang
 
@@ -57,45 +61,116 @@ class FormatConfig:
             raise ValueError("timeout_seconds must be > 0")
 
 
+def visible_content(text: str) -> str:
+    """What a reader sees of `text`, stripped: no HTML comments, character references decoded (&nbsp; is a space),
+    no invisible or blank-looking characters (a zero-width space, a Hangul filler, the braille blank), no backticks
+    (an empty code span shows nothing)."""
+    for start, end in reversed(html_comments(text)):
+        text = text[:start] + text[end:]
+    return visible_text(html.unescape(text)).replace("`", "").strip()
+
+
 def check_tags(text: str, tags: tuple[str, ...], tags_only: bool) -> str | None:
-    """None when each tag occurs once, in order, non-empty and not overlapping; else the reason it fails. Only real
-    markup counts: a tag inside a code fence, a code span or an HTML comment is quoted text (markdown_code.py)."""
-    markup = mask_code(text)  # same offsets as `text`: positions come from it, contents from `text`
+    """None when each tag occurs once, in order, with visible content and not overlapping; else the reason it fails.
+    Only real markup counts: a tag inside a code fence or indented code block, a code span, an HTML comment or a
+    block quote is quoted text (markdown_code.py)."""
+    markup = BLOCKQUOTE.sub(lambda m: " " * len(m.group()), mask_code(text))  # same offsets as `text`
     end, outside = 0, []
     for tag in tags:
         opening, closing = f"<{tag}>", f"</{tag}>"
         if markup.count(opening) != 1 or markup.count(closing) != 1:
-            return f"{opening}...{closing} must occur exactly once outside code"
+            return f"{opening}...{closing} must occur exactly once outside code and quotes"
         start, stop = markup.find(opening), markup.find(closing)
         if start < end or stop < start:
             return f"{opening}...{closing} is out of order or overlaps the previous tag"
-        if not text[start + len(opening) : stop].strip():
-            return f"{opening}...{closing} is empty"
+        if not visible_content(text[start + len(opening) : stop]):
+            return f"{opening}...{closing} is empty (nothing visible inside)"
         outside.append(text[end:start])
         end = stop + len(closing)
     outside.append(text[end:])
-    if tags_only and any(part.strip() for part in outside):
+    if tags_only and any(visible_content(part) for part in outside):
         return "text outside the required tags"
     return None
 
 
-def json_answer(text: str) -> str:
-    """The JSON the completion commits to: in its answer (what follows a leading reasoning block; "" when that block
-    is never closed), the last ```json or bare ``` block, else the whole answer. The last block, not the first: an
-    earlier block is a draft or a decoy that the answer went on to replace."""
+_ANSWER_TAG = re.compile(r"<answer>(.*?)</answer>", re.DOTALL)
+# The start of a JSON value inside { or [: a string, a number, a literal, a nested value, or a key of a JS-style
+# object ({name: ...}): what a reader takes for JSON, valid or not.
+_JSON_START = re.compile(r"""[{\[]\s*(?:["\d\-{\[\]}]|true|false|null|[\w'"]+\s*:)""")
+# In prose, only an object or an array of strings, objects or arrays: "[1]" is a citation and "[ ]" a task box.
+_PROSE_JSON_START = re.compile(r"""\{\s*(?:["{\[]|[\w']+\s*:)|\[\s*["{\[]""")
+
+
+def _bracket_end(text: str, start: int) -> int | None:
+    """The end of the balanced {...} or [...] opening at `start` (brackets inside JSON strings skipped), or None."""
+    depth, in_string, k = 0, False, start
+    while k < len(text):
+        ch = text[k]
+        if in_string:
+            if ch == "\\":
+                k += 1
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch in "{[":
+            depth += 1
+        elif ch in "}]":
+            depth -= 1
+            if depth == 0:
+                return k + 1
+        k += 1
+    return None
+
+
+def _prose_json(prose: str) -> list[tuple[int, str]]:
+    """(end, text) of each top-level JSON-looking {...}/[...] in `prose` (code already blanked)."""
+    found, pos = [], 0
+    while (match := _PROSE_JSON_START.search(prose, pos)) is not None:
+        end = _bracket_end(prose, match.start())
+        if end is None:
+            found.append((len(prose), prose[match.start() :]))
+            break
+        found.append((end, prose[match.start() : end]))
+        pos = end
+    return found
+
+
+JSON_FENCES = ("json", "json5", "jsonc", "jsonl", "")  # info strings of a fence meant to hold JSON
+
+
+def json_answer(text: str, in_answer_tag: bool = False) -> str:
+    """The JSON the completion commits to. In its answer (what follows a leading reasoning block, "" when that block
+    is never closed; with `in_answer_tag`, the content of its last real <answer> tag when it has one) the last of:
+    its fenced blocks meant for JSON (```json, ```json5, bare ```), its other fenced blocks that hold something
+    JSON-looking (a final ```python `answer = {...}` is the answer, not an earlier ```json block; a ```python
+    `json.loads(s)` after it is not), its code spans and the {...}/[...] of its prose that look like JSON. With none,
+    the whole answer. The last, not the first: an earlier one is a draft or a decoy that the answer went on to
+    replace."""
     answer = answer_text(text)
-    blocks = [b for b in fenced_blocks(answer) if b.info.lower() in JSON_FENCES]
-    if not blocks:
-        return answer
-    body = blocks[-1].body
-    # An unclosed fence runs to the end: a closing ``` written at the end of the JSON's own line is still a fence.
-    return body if blocks[-1].closed else body.rstrip().removesuffix("```")
+    markup = mask_code(answer)
+    tagged = list(_ANSWER_TAG.finditer(markup)) if in_answer_tag else []
+    if tagged:
+        answer = answer[tagged[-1].start(1) : tagged[-1].end(1)]
+        markup = mask_code(answer)
+    candidates = []
+    for block in fenced_blocks(answer):
+        # An unclosed fence runs to the end: a closing ``` written at the end of the JSON's own line is still a fence.
+        body = block.body if block.closed else block.body.rstrip().removesuffix("```")
+        if block.info.lower() in JSON_FENCES or _JSON_START.search(body):
+            candidates.append((block.end, body))
+    for start, end in code_spans(answer):
+        body = answer[start:end].strip("`")
+        if _JSON_START.match(body.strip()):
+            candidates.append((end, body))
+    candidates += _prose_json(markup)
+    return max(candidates, key=lambda c: c[0])[1] if candidates else answer
 
 
-def check_json(text: str, validator) -> str | None:
+def check_json(text: str, validator, in_answer_tag: bool = False) -> str | None:
     """None when the completion's JSON answer (json_answer) parses and validates; else the reason."""
     try:
-        value = json.loads(json_answer(text))
+        value = json.loads(json_answer(text, in_answer_tag))
     except json.JSONDecodeError as exc:
         return f"not JSON: {exc}"
     import jsonschema
@@ -116,8 +191,11 @@ class FormatVerifier:
 
     name = "format"
     # 2: tags inside code fences, code spans or comments do not count; the JSON answer is the last block of the answer
-    # after a leading think block (a decoy block before an invalid answer passed).
-    version = "2"
+    # after a leading think block (a decoy block before an invalid answer passed). 3: a tag's content must be visible
+    # (not a zero-width space, &nbsp;, a comment or an empty code span); tags in an indented code block or a block
+    # quote do not count; the JSON answer is the last code block of any language, JSON-looking code span or prose
+    # {...}, inside <answer> tags when there are some (a ```json decoy before a ```json5 or prose answer passed).
+    version = "3"
     reads = ("completion",)
     Config = FormatConfig
 
@@ -142,7 +220,7 @@ class FormatVerifier:
         if cfg.required_tags:
             failures["tags"] = check_tags(completion, cfg.required_tags, cfg.tags_only)
         if cfg.json_schema is not None:
-            failures["json_schema"] = check_json(completion, self._json_validator())
+            failures["json_schema"] = check_json(completion, self._json_validator(), "answer" in cfg.required_tags)
         raw = json.dumps({check: reason is None for check, reason in failures.items()})
         reasons = [f"{check}: {reason}" for check, reason in failures.items() if reason is not None]
         if reasons:

@@ -39,7 +39,17 @@ ADA = '{"name": "Ada", "age": 36}'  # valid under SCHEMA
         (JSON, '```JSON\n{"name": "Ada"}\n```', "incorrect", 0.0),  # missing required key
         (JSON, '{"name": "Ada", "age": "old"}', "incorrect", 0.0),  # wrong type
         (JSON, '{"name": "Ada", "age": 36', "incorrect", 0.0),  # truncated JSON
-        (JSON, 'Here: {"name": "Ada", "age": 36}', "incorrect", 0.0),  # prose around unfenced JSON
+        (JSON, 'Here: {"name": "Ada", "age": 36}', "correct", 1.0),  # unfenced JSON after a lead-in is the answer
+        (JSON, 'Here: {"name": "Ada"}', "incorrect", 0.0),  # ... and is validated
+        (JSON, f"{ADA}\nHope this helps!", "correct", 1.0),  # a sign-off after the JSON
+        (JSON, f"```json\n{ADA}\n```\n```json5\n{{name: 'Ada'}}\n```", "incorrect", 0.0),  # the last block rules
+        (JSON, f'```json\n{ADA}\n```\nOr: `{{"name": "Ada"}}`', "incorrect", 0.0),  # a later JSON code span
+        (JSON, f"```json\n{ADA}\n```\nThe `age` is a number.", "correct", 1.0),  # a code span that is no JSON
+        (JSON, f"```json\n{ADA}\n```\nwhere {{name}} is yours", "correct", 1.0),  # braces that are no JSON
+        (JSON, f"```json\n{ADA}\n```\nSee [1] and - [ ] check.", "correct", 1.0),  # a citation, a task box
+        (TAGS, "<think>hm</think><answer>\u200b&nbsp;<!-- x --></answer>", "incorrect", 0.0),  # nothing visible
+        (TAGS, "> <think>hm</think>\n> <answer>12</answer>", "incorrect", 0.0),  # tags in a block quote
+        (TAGS, "<think>\n> quoted problem\n</think><answer>12</answer>", "correct", 1.0),  # a quote inside thinking
         (JSON, "[1, 2]", "incorrect", 0.0),  # JSON but not an object
         (JSON, f'```json\n{ADA}\n```\nFinal:\n```json\n{{"name": "Ada"}}\n```', "incorrect", 0.0),  # decoy
         (JSON, f'```json\n{ADA}\n```\nFinal:\n```\n{{"age": "x"}}\n```', "incorrect", 0.0),  # decoy
@@ -51,7 +61,7 @@ ADA = '{"name": "Ada", "age": 36}'  # valid under SCHEMA
         (JSON, f'<think>```json\n{ADA}\n```</think>\n{{"name": "Ada"}}', "incorrect", 0.0),  # thought
         (JSON, f'<think>draft {{"age": 1}}</think>\n{ADA}', "correct", 1.0),  # answer after it
         (JSON, f"<think>```json\n{ADA}\n```", "incorrect", 0.0),  # unclosed: no answer
-        (JSON, f"x</think>\n{ADA}", "incorrect", 0.0),  # a stray </think> hides nothing
+        (JSON, f'{ADA}</think>\n{{"name": "Ada"}}', "incorrect", 0.0),  # stray </think>: the last JSON counts
         (TAGS, "<think>hm</think>\n```\n<answer>12</answer>\n```", "incorrect", 0.0),  # answer tag in a fence
         (TAGS, "```xml\n<think>hm</think>\n<answer>12</answer>\n```", "incorrect", 0.0),  # both tags in a fence
         (TAGS, "<think>hm</think>\n```python\n# <answer>12</answer>\n```", "incorrect", 0.0),  # in a code comment
@@ -115,8 +125,7 @@ def test_default_is_the_think_answer_format_unless_another_check_is_set():
 def test_config_from_params_and_pickle_round_trip():
     config = from_dict(FormatConfig, {"required_tags": ["answer"], "json_schema": SCHEMA}, "x")
     v = FormatVerifier(config)
-    assert v.label('<answer>{"name": "A", "age": 1}</answer>').score == 0.0  # primes the validator cache
+    assert v.label('<answer>1</answer>\n```json\n{"name": "A", "age": 1}\n```').score == 0.0  # primes the cache
     copy = pickle.loads(pickle.dumps(v))
-    assert (
-        copy.config == config and copy.label('<answer>1</answer>\n```json\n{"name": "A", "age": 1}\n```').score == 1.0
-    )
+    # With an answer tag required, the JSON is the tag's content (a block outside it is not the answer).
+    assert copy.config == config and copy.label('<answer>{"name": "A", "age": 1}</answer>').score == 1.0
