@@ -13,6 +13,7 @@ must be the rows the upstream stage wrote, nothing dropped silently.
 
 import argparse
 import dataclasses
+import json
 import logging
 import os
 import subprocess
@@ -48,6 +49,7 @@ from rewardmill.transforms.export.provenance import (
     upstream_stages,
 )
 from rewardmill.transforms.io.parquet import list_shards, read_table
+from rewardmill.transforms.judges import probes
 from rewardmill.transforms.sampling.policy import FINGERPRINT_FILE, read_policy_info
 from rewardmill.transforms.view.page import VIEWER, view_page
 
@@ -115,25 +117,45 @@ def upstream_lock_digest(lock_path: str | Path, inputs: list[str | Path]) -> str
     return lock_digest(read_lock(lock_path, inputs))
 
 
+def label_manifests(labels_dir: str | Path | None) -> dict[str, dict[str, Any]]:
+    """params key -> data/labels/<key>/_manifest.json ({} without the folder); a label folder without a manifest is
+    skipped (assemble already refuses unfinished label stages)."""
+    root = Path(labels_dir) if labels_dir else None
+    if root is None or not root.is_dir():
+        return {}
+    manifests = {}
+    for folder in sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith(("_", "."))):
+        try:
+            manifests[folder.name] = read_manifest(folder)
+        except FileNotFoundError:
+            log.warning("%s: no manifest; its labeler is left out of the card", folder)
+    return manifests
+
+
+def judge_probe_reports(manifests: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """params key -> the numbers of its judge's attack-probe report (label manifests' `probes`), for the card."""
+    return {key: probes.summary(m["probes"]) for key, m in manifests.items() if m.get("probes")}
+
+
+def labeler_audit(metrics_path: str | None) -> dict[str, Any] | None:
+    """The validate stage's `labeler_audit` (each labeler measured on the gold packs), for the card; None without
+    the metrics file."""
+    if not metrics_path or not Path(metrics_path).is_file():
+        return None
+    return json.loads(Path(metrics_path).read_text()).get("labeler_audit")
+
+
 def label_provenance(labels_dir: str | Path | None) -> tuple[tuple[tuple[str, str, str], ...], ...]:
     """-> (judges, labelers) from data/labels/*/_manifest.json: (labeler, judge model, fingerprint or "") for every
     model a model-based labeler calls, and (params key, registry key, version) for every labeler. Empty without the
-    folder; a label folder without a manifest is skipped (assemble already refuses unfinished label stages)."""
-    root = Path(labels_dir) if labels_dir else None
-    if root is None or not root.is_dir():
-        return (), ()
+    folder."""
     judges, labelers = [], []
-    for folder in sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith(("_", "."))):
-        try:
-            manifest = read_manifest(folder)
-        except FileNotFoundError:
-            log.warning("%s: no manifest; its labeler is left out of the card", folder)
-            continue
+    for name, manifest in label_manifests(labels_dir).items():
         key = str(manifest.get("labeler") or "")
-        labelers.append((folder.name, key, str(manifest.get("labeler_version") or "")))
+        labelers.append((name, key, str(manifest.get("labeler_version") or "")))
         config = (manifest.get("params") or {}).get("config") or {}
         for backend in judge_backends(config, _has_backend(key)):
-            judges.append((folder.name, describe_backend(backend), _model_fingerprint(backend)))
+            judges.append((name, describe_backend(backend), _model_fingerprint(backend)))
     return tuple(judges), tuple(labelers)
 
 
@@ -185,12 +207,15 @@ class _WriteConfig(beam.DoFn):
 class _WriteCard(beam.DoFn):
     """[ConfigExport] -> README.md in `out_dir` (linking the viewer page the driver writes beside it)."""
 
-    def __init__(self, out_dir: str, cfg: ExportConfig, provenance: Provenance, manifests, repo_id: str | None):
+    def __init__(
+        self, out_dir, cfg: ExportConfig, provenance: Provenance, manifests, repo_id: str | None, accuracy=None
+    ):
         self.out_dir = out_dir
         self.cfg = cfg
         self.provenance = provenance
         self.manifests = manifests
         self.repo_id = repo_id
+        self.accuracy = accuracy or {}  # build_card's labeler_audit and judge_probes
 
     def process(self, configs: list[ConfigExport]):
         text = build_card(
@@ -201,6 +226,7 @@ class _WriteCard(beam.DoFn):
             manifests=self.manifests,
             repo_id=self.repo_id,
             viewer=VIEWER if any(c.num_rows for c in configs) else None,  # the driver writes it when rows exist
+            **self.accuracy,
         )
         with FileSystems.create(FileSystems.join(self.out_dir, README)) as fh:
             fh.write(text.encode())
@@ -215,13 +241,15 @@ def build(
     manifests: dict[str, dict[str, Any]],
     provenance: Provenance,
     repo_id: str | None = None,
+    accuracy: dict[str, Any] | None = None,
 ) -> None:
+    """`accuracy`: build_card's labeler_audit and judge_probes (how far each labeler can be trusted)."""
     _ = (
         p
         | "Configs" >> beam.Create(sorted(manifests))
         | "Write config shards" >> beam.ParDo(_WriteConfig(datasets_dir, out_dir, cfg.num_shards, manifests))
         | "All configs" >> beam.combiners.ToList()
-        | "Write card" >> beam.ParDo(_WriteCard(out_dir, cfg, provenance, manifests, repo_id))
+        | "Write card" >> beam.ParDo(_WriteCard(out_dir, cfg, provenance, manifests, repo_id, accuracy))
     )
 
 
@@ -249,6 +277,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--labels", default=None, help="label stage outputs: labeler versions and judge models")
     parser.add_argument("--lock", default="dvc.lock", help="dvc.lock to record in the card's provenance, if present")
     parser.add_argument("--repo-id", default=None, help="Hub repo id for the card's loading snippet")
+    parser.add_argument(
+        "--validate-metrics", default=None, help="validate's metrics: each labeler's accuracy on the gold packs"
+    )
     # paths stay as given: the card records them and dvc.lock is matched by them (atomic_output resolves `out`; a
     # cluster runner's bundles run in this working directory)
     args = parser.parse_args(argv)
@@ -259,6 +290,10 @@ def main(argv: list[str] | None = None) -> None:
     pool = pool_policies(args.rollouts)
     lock = read_lock(args.lock, [args.datasets, args.model, *([args.labels] if args.labels else [])])
     judges, labelers = label_provenance(args.labels)
+    accuracy = {
+        "labeler_audit": labeler_audit(args.validate_metrics),
+        "judge_probes": judge_probe_reports(label_manifests(args.labels)),
+    }
     provenance = Provenance(
         params_hash=params_hash(cfg),
         git_commit=git_commit(),
@@ -274,7 +309,8 @@ def main(argv: list[str] | None = None) -> None:
     with atomic_output(args.out) as folder:  # a local folder: the Hub layout `rewardmill push` uploads
         tmp = Path(folder)
         run_pipeline(
-            lambda p: build(p, cfg, args.datasets, str(tmp), manifests, provenance, args.repo_id), load_beam_config()
+            lambda p: build(p, cfg, args.datasets, str(tmp), manifests, provenance, args.repo_id, accuracy),
+            load_beam_config(),
         )
         rows = sum(pq.ParquetFile(f).metadata.num_rows for f in sorted((tmp / "data").rglob("*.parquet")))
         if rows:  # the page of what was exported, read back from the folder (no config with rows: nothing to show)

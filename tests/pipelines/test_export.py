@@ -423,3 +423,19 @@ def test_read_lock_and_stage_outs(tmp_path):
         ("prompts", "data/prompts", "1"),
     )
     assert read_lock(tmp_path / "missing.lock", ["data/datasets"]) == {}
+
+
+def test_the_card_shows_measured_labeler_accuracy_and_judge_probe_rates(labels):
+    from tests.transforms.export.test_card_audit import AUDIT
+
+    probes = {"probes": 12, "credited": 3, "fpr": 0.25, "fpr_by_kind": {"master_key": 0.5}, "max_fpr": 0.1}
+    manifest = json.loads((labels / "appeal" / "_manifest.json").read_text())
+    (labels / "appeal" / "_manifest.json").write_text(json.dumps({**manifest, "probes": {**probes, "rows": []}}))
+    Path("metrics").mkdir()
+    Path("metrics/validate.json").write_text(json.dumps({"labeler_audit": AUDIT}))
+    card = run("export", "--labels", "data/labels", "--validate-metrics", "metrics/validate.json") / "README.md"
+    text = card.read_text()
+    assert "## Label accuracy on the gold packs" in text and "| `math_answer` | 10 |" in text
+    assert "## Judge attack probes" in text and "| `appeal` | 3 / 12 | 0.25 | master_key 0.50 | 0.10 |" in text
+    bare = (run("bare", "--labels", "data/labels") / "README.md").read_text()  # no validate metrics: no audit table
+    assert "## Label accuracy on the gold packs" not in bare and "## Judge attack probes" in bare

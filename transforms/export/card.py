@@ -61,10 +61,12 @@ def build_card(
     repo_id: str | None = None,
     viewer: str | None = None,
     labeler_audit: dict[str, Any] | None = None,
+    judge_probes: dict[str, dict[str, Any]] | None = None,
 ) -> str:
     """-> README.md text. `manifests` maps a config to its upstream `_manifest.json`; `repo_id` goes in snippets;
     `viewer` is the export's offline viewer page (a path relative to the card), linked when given; `labeler_audit` is
-    the validate stage's metrics `labeler_audit` (or `rewardmill audit --output`'s JSON), shown as a table."""
+    the validate stage's metrics `labeler_audit` (or `rewardmill audit --output`'s JSON), shown as a table;
+    `judge_probes` maps a judge's params key to its attack-probe numbers (transforms/judges/probes.summary)."""
     configs = sorted(configs, key=lambda c: c.name)
     manifests = {c.name: (manifests or {}).get(c.name) or {} for c in configs}
     front = yaml.safe_dump(
@@ -77,6 +79,7 @@ def build_card(
         _rejects(configs, manifests),
         _label_methods(configs, manifests, provenance),
         labeler_accuracy_section(labeler_audit),
+        judge_probes_section(judge_probes),
         _pair_types(configs, manifests),
         _statistics(configs),
         *(_schema(c) for c in configs if c.splits),
