@@ -135,9 +135,9 @@ def measured_on(result: dict[str, Any]) -> str:
     if result.get("skipped"):
         return f"not measured: {result['skipped']}"
     packs = ", ".join(result.get("packs") or ())
-    if result.get("rows_from") == "task":
-        return f"{'/'.join(result.get('tasks') or ())} task rows in {packs}"
-    return f"{result['labeler']} rows in {packs}"
+    task_rows = f"{'/'.join(result.get('tasks') or ())} task rows"
+    named = {"task": task_rows, "labeler+task": f"{result['labeler']} and {task_rows}"}
+    return f"{named.get(result.get('rows_from'), result['labeler'] + ' rows')} in {packs}"
 
 
 HEADER = ["labeler", "rows", "precision", "recall", "abstain rate", "hack pass rate", "measured on"]

@@ -142,8 +142,10 @@ def rows_for(
     tasks_of: dict[str, tuple[str, ...] | None],
 ) -> tuple[list[GoldRow], str | None, dict[str, int]]:
     """(rows, how, left out by reason) for the labeler with registry key `key`, `tasks` (None = every task) and
-    `configured` settings (plain values, defaults filled in). `how` is "labeler" (rows written for it), "task" (rows
-    of its tasks written for others) or None (no rows)."""
+    `configured` settings (plain values, defaults filled in): the rows written for it with those settings, and the
+    rows of its tasks written for other labelers with their defaults (an appeal judge is measured on its own probes
+    and on the math pack alike). `how` is "labeler" (rows written for it only), "task" (rows of its tasks written for
+    others only), "labeler+task" (both) or None (no rows)."""
     left_out: dict[str, int] = {}
 
     def keep(row: GoldRow, reason: str, ok: bool) -> bool:
@@ -155,12 +157,9 @@ def rows_for(
         task = row_task(row, tasks_of)
         return tasks is None or task is None or task in tasks
 
-    own = [r for r in rows if r.labeler == key]
-    if own:
-        chosen = [r for r in own if keep(r, "other_task", applies(r))]
-        chosen = [r for r in chosen if keep(r, "other_settings", same_settings(r.config, configured))]
-        return chosen, "labeler", left_out
-    if not tasks:
-        return [], None, left_out
-    chosen = [r for r in rows if row_task(r, tasks_of) in tasks and keep(r, "other_settings", not r.config)]
-    return chosen, ("task" if chosen else None), left_out
+    own = [r for r in rows if r.labeler == key and keep(r, "other_task", applies(r))]
+    own = [r for r in own if keep(r, "other_settings", same_settings(r.config, configured))]
+    others = [r for r in rows if r.labeler != key and tasks and row_task(r, tasks_of) in tasks]
+    others = [r for r in others if keep(r, "other_settings", not r.config)]
+    how = "+".join(name for name, chosen in (("labeler", own), ("task", others)) if chosen) or None
+    return own + others, how, left_out

@@ -90,6 +90,17 @@ def test_rows_written_for_the_labeler_measure_it_unless_for_other_settings_or_ta
     )
 
 
+def test_a_labeler_is_measured_on_its_own_rows_and_on_its_tasks_default_rows(tmp_path):
+    rows = load_packs(
+        write_pack(
+            tmp_path / "p.jsonl",
+            [gold("m/1"), gold("j/1", labeler="reference_judge"), gold("c/1", labeler="code_tests")],
+        ).parent
+    )
+    chosen, how, _ = rows_for(rows, "reference_judge", ("math",), {}, TASKS_OF)
+    assert ([r.id for r in chosen], how) == (["j/1", "m/1"], "labeler+task")  # its probes and the math pack
+
+
 def test_a_labeler_the_packs_do_not_name_is_measured_on_its_tasks_default_rows(tmp_path):
     rows = load_packs(
         write_pack(
