@@ -27,6 +27,7 @@ from rewardmill.transforms.evaluation.audit import measure, share, text_table
 from rewardmill.transforms.evaluation.gold_packs import PACKS_DIR, GoldPackError, GoldRow, load_packs, rows_for
 from rewardmill.transforms.labelers import LABELERS, UnknownLabeler
 from rewardmill.transforms.labelers.beam import uses_groups
+from rewardmill.transforms.labelers.cache import call_cache_dir
 from rewardmill.transforms.labelers.judge_base import JudgeLabeler
 from rewardmill.transforms.labelers.reward_model import RewardModelScorer
 from rewardmill.transforms.labelers.tiered import TieredVerifier, resolve_tiers
@@ -42,16 +43,22 @@ def needs_model(cls, config) -> bool:
     return issubclass(cls, MODEL_BASED)
 
 
-def audit_labeler(key: str, raw: Any, rows: list[GoldRow], judges: bool, confidence: float) -> dict[str, Any]:
-    """The audit of params entry `labelers.<key>` (`raw`): its metrics, or `skipped` saying why it was not measured."""
+def audit_labeler(
+    key: str, raw: Any, rows: list[GoldRow], judges: bool, confidence: float, cache_dir: str | None = None
+) -> dict[str, Any]:
+    """The audit of params entry `labelers.<key>` (`raw`): its metrics, or `skipped` saying why it was not measured.
+    `cache_dir`: the label stages' cache folder, whose call cache a judge's calls go through (reruns cost nothing)."""
     params = from_dict(LabelerParams, raw if raw is not None else {}, f"labelers.{key}")
     cls, config = resolve(key, params)
-    head = {"labeler": params.labeler, "version": str(cls.version)}
-    if needs_model(cls, config) and not judges:
+    model_based = needs_model(cls, config)
+    head = {"labeler": params.labeler, "version": str(cls.version), "model_based": model_based}
+    if model_based and not judges:
         return {**head, "skipped": "model-based: not run (judges skipped)"}
     if uses_groups(cls, config):
         return {**head, "skipped": "compares the rollouts of a prompt: gold rows are single completions"}
     labeler = cls(config)
+    if cache_dir and model_based and callable(getattr(labeler, "set_call_cache", None)):
+        labeler.set_call_cache(call_cache_dir(cache_dir))
     tasks = params.tasks if params.tasks is not None else getattr(labeler, "tasks", None)
     tasks_of = {k: getattr(c, "tasks", None) for k, c in LABELERS.items()}
     chosen, how, left_out = rows_for(rows, params.labeler, tasks, to_plain(config), tasks_of)
@@ -74,26 +81,38 @@ def audit(
     keys: list[str] | None = None,
     judges: bool = True,
     confidence: float = 0.95,
+    cache_dir: str | None = None,
 ) -> dict[str, Any]:
     """{packs, pack_rows, confidence, labelers: {key: audit}} for the params `labelers` entries `keys` (default:
-    all). An unknown key or a bad pack raises ConfigError / GoldPackError naming it."""
+    all); judges' calls go through the call cache under `cache_dir` when given. An unknown key or a bad pack raises
+    ConfigError / GoldPackError naming it."""
     unknown = [k for k in keys or () if k not in labelers]
     if unknown:
         raise ConfigError(f"audit: no labeler {unknown} in params `labelers`; configured: {sorted(labelers)}")
     rows = load_packs(packs)
     if not rows:
         log.warning("audit: no gold pack rows in %s: nothing is measured", packs)
-    results = {key: audit_labeler(key, labelers[key], rows, judges, confidence) for key in keys or sorted(labelers)}
+    results = {
+        key: audit_labeler(key, labelers[key], rows, judges, confidence, cache_dir) for key in keys or sorted(labelers)
+    }
     return {"packs": str(packs), "pack_rows": len(rows), "confidence": confidence, "labelers": results}
 
 
-def precision_check(report: dict[str, Any], minimum: float | None) -> dict[str, Any] | None:
-    """{min, success, failures, reason} of every measured labeler's precision against `minimum`; None when no
-    minimum is set. A labeler not measured, or that called no row correct (precision undefined), does not fail."""
+def precision_check(
+    report: dict[str, Any], minimum: float | None, deciders: frozenset[str] = frozenset()
+) -> dict[str, Any] | None:
+    """{min, success, failures, ranks_only, reason} of the measured labelers' precision against `minimum`; None when
+    no minimum is set. Precision is enforced where a labeler's verdict decides correctness: every rule verifier, and a
+    model-based labeler only when it is one of `deciders` (the assemble gates and overrides); a judge that only ranks
+    within a correctness class is measured and listed under `ranks_only`. A labeler not measured, or that called no
+    row correct (precision undefined), does not fail."""
     if minimum is None:
         return None
-    failures = []
+    failures, ranks_only = [], []
     for key, r in sorted(report["labelers"].items()):
+        if r.get("model_based") and key not in deciders:
+            ranks_only.append(key)
+            continue
         precision = r.get("precision") or {}
         if precision.get("value") is not None and precision["value"] < minimum:
             wrong = [d["id"] for d in r.get("disagreements", []) if d.get("called_correct") and d["gold"] != "correct"]
@@ -102,7 +121,7 @@ def precision_check(report: dict[str, Any], minimum: float | None) -> dict[str, 
                 f"validate.min_labeler_precision {minimum}; credited wrong rows: {wrong}"
             )
     reason = "; ".join(failures) if failures else f"every measured labeler's precision >= {minimum}"
-    return {"min": minimum, "success": not failures, "failures": failures, "reason": reason}
+    return {"min": minimum, "success": not failures, "failures": failures, "ranks_only": ranks_only, "reason": reason}
 
 
 def for_metrics(report: dict[str, Any]) -> dict[str, Any]:

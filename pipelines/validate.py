@@ -27,7 +27,7 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
 from rewardmill.pipelines.audit import audit, for_metrics, precision_check
-from rewardmill.pipelines.config import load_section, read_params
+from rewardmill.pipelines.config import cache_root, load_section, read_params
 from rewardmill.pipelines.stage import (
     atomic_output,
     load_beam_config,
@@ -237,14 +237,21 @@ def rm_accuracy_check(minimum: float | None, evaluation: str | None) -> dict[str
 
 def labeler_audit(cfg: ValidateConfig, packs: str | None) -> dict[str, Any]:
     """`rewardmill audit` of params `labelers` on the gold packs (judges when cfg.audit_judges), with the precision
-    check against cfg.min_labeler_precision under `check` (None when off)."""
+    check against cfg.min_labeler_precision under `check` (None when off): rule verifiers, and judges that gate or
+    override (params assemble.aggregate), must reach it; a judge that only ranks is measured and shown."""
+    params = read_params()
+    aggregate = (params.get("assemble") or {}).get("aggregate") or {}
+    deciders = frozenset([*(aggregate.get("gates") or ()), *(aggregate.get("overrides") or {})])
     try:
         report = audit(
-            read_params().get("labelers") or {}, Path(packs) if packs else PACKS_DIR, judges=cfg.audit_judges
+            params.get("labelers") or {},
+            Path(packs) if packs else PACKS_DIR,
+            judges=cfg.audit_judges,
+            cache_dir=f"{cache_root(params)}/labels",  # the label stages' judge calls: a rerun costs nothing
         )
     except GoldPackError as exc:
         raise SystemExit(f"{STAGE}: {exc}") from exc
-    return {**for_metrics(report), "check": precision_check(report, cfg.min_labeler_precision)}
+    return {**for_metrics(report), "check": precision_check(report, cfg.min_labeler_precision, deciders)}
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -121,12 +121,19 @@ def test_mistakes_are_one_line_and_exit_2(tmp_path, params_file, yes_judge, caps
 
 def test_precision_check_names_the_labeler_and_its_precision(tmp_path, yes_judge):
     report = audit(PARAMS["labelers"], write_packs(tmp_path / "packs"))
-    check = precision_check(report, 0.9)
+    check = precision_check(report, 0.9, frozenset({"appeal"}))  # the judge overrides the gates: it must be precise
     assert not check["success"] and len(check["failures"]) == 1
     assert check["failures"][0].startswith("labeler 'appeal' (yes_judge) has precision 0.50 (")
     assert "below validate.min_labeler_precision 0.9" in check["failures"][0]
     assert "math/near_miss/1" in check["failures"][0]
-    assert precision_check(report, None) is None and precision_check(report, 0.5)["success"]
+    assert precision_check(report, None) is None and precision_check(report, 0.5, frozenset({"appeal"}))["success"]
+
+
+def test_a_judge_that_only_ranks_is_measured_but_not_held_to_the_minimum(tmp_path, yes_judge):
+    report = audit(PARAMS["labelers"], write_packs(tmp_path / "packs"))
+    assert report["labelers"]["appeal"]["model_based"] and report["labelers"]["appeal"]["precision"]["value"] == 0.5
+    check = precision_check(report, 0.9)  # no gate or override names it
+    assert check["success"] and check["ranks_only"] == ["appeal"]
 
 
 def test_model_based_labelers_are_judges_reward_models_and_tiers_holding_one():
