@@ -17,12 +17,16 @@ from rewardmill.transforms.labelers.math_commitment import flaw
 from rewardmill.transforms.labelers.math_final import (
     ANSWER_IS,
     BOX,
+    CALCULUS,
     NUMBER,
+    STRUCK,
+    WINDOW,
     committed_text,
     empty,
     final_site,
     site_snippet,
     unevaluated,
+    unpercent,
 )
 from rewardmill.transforms.labelers.reasoning import split_reasoning
 
@@ -52,7 +56,7 @@ def snippet_of(text: str, mode: str) -> str | None:
         return site_snippet(text, site) if site else (text if text.strip() else None)
     if mode == "boxed":
         content = last_box(text)
-        return None if content is None else f"$\\boxed{{{content}}}$"
+        return None if content is None else f"$\\boxed{{{unpercent(content)}}}$"
     if mode == "answer_is":
         matches = list(ANSWER_IS.finditer(text))
         return matches[-1].group("answer").strip() if matches else None
@@ -178,7 +182,7 @@ def read_answer(
 
     @functools.lru_cache(maxsize=256)  # the same token is compared with several others
     def value(snippet: str):
-        snippet = snippet if "$" in snippet or "\\" in snippet else f"${snippet}$"
+        snippet = snippet if "$" in snippet else f"${snippet}$"  # bare LaTeX ("\\sqrt{2}") parses only in math mode
         try:
             return parse(snippet, parsing_timeout=timeout_seconds) or None
         except TimeoutException:
@@ -196,6 +200,10 @@ def read_answer(
     answer, mode = None, None
     for mode in extraction:
         snippet = snippet_of(text, mode)
+        if snippet and not undone_ok and CALCULUS.search(snippet[-WINDOW:]):  # never handed to math-verify
+            return Reading(None, mode, f"not a result: {snippet.strip()[:80]!r} is a computation left undone")
+        if snippet and STRUCK.strip() in snippet:
+            return Reading(None, mode, "retraction: the final answer is struck out")
         answer = parse(snippet, parsing_timeout=timeout_seconds, raise_on_error=True) if snippet else None
         if answer:
             break
@@ -205,7 +213,18 @@ def read_answer(
     why = flaw(text, site, differ, hedges, single_valued, extracted) if site is not None else None
     if why is None and unevaluated(extracted) and not undone_ok:
         why = f"not a result: {extracted} is arithmetic left undone, not its value"
+    if why is None and single_valued and _false_equation(extracted, differ):
+        why = f"not a result: {extracted} is an equation between different numbers, not a value"
     return Reading(answer, mode, why)
+
+
+def _false_equation(extracted: str, differ) -> bool:
+    """ "6 = 5": sides that are all numerals (or arithmetic on them) and do not agree. "2 + 3 = 5" is working shown."""
+    sides = [side.strip(" $") for side in extracted.split("=")]
+    numeric = len(sides) > 1 and all(
+        side and re.fullmatch(r"[\d\s.,+\-*/^(){}]+|\\[dt]?frac\{\d+\}\{\d+\}", side) for side in sides
+    )
+    return numeric and any(differ(sides[0], side) for side in sides[1:])
 
 
 def verify_answer(
@@ -234,8 +253,13 @@ def verify_answer(
 
     try:
         gold = parse_reference(reference, parse, timeout_seconds)  # gold comes first in verify()
-        if not gold:
-            return Label(None, 0.0, "abstain", f"reference does not parse: {reference!r}", raw=None)
+    except TimeoutException:
+        return Label(None, 0.0, "timeout", f"math-verify exceeded {timeout_seconds}s on the reference")
+    except Exception as exc:
+        return Label(None, 0.0, "error", f"reference: {type(exc).__name__}: {exc}"[:500])
+    if not gold:
+        return Label(None, 0.0, "abstain", f"reference does not parse: {reference!r}", raw=None)
+    try:
         hedges, single, undone_ok = hedge_policy == "reject", _single_value(gold[0]), unevaluated(reference)
         reading = read_answer(text, extraction, timeout_seconds, hedges, single, undone_ok)
         answer, mode = reading.answer, reading.mode
@@ -247,7 +271,11 @@ def verify_answer(
             return Label(0.0, CONFIDENCE_INCORRECT, "incorrect", f"no final answer found ({modes})", raw=None)
         ok = verify(gold, answer, float_rounding=float_rounding, timeout_seconds=timeout_seconds, raise_on_error=True)
     except TimeoutException:
-        return Label(None, 0.0, "timeout", f"math-verify exceeded {timeout_seconds}s")
+        # The reference parsed within the bound on its own, so the time went on the answer the completion chose: an
+        # answer nobody can check earns nothing (else an unverified rollout outranks every verified wrong one). A
+        # loaded machine may have caused it, so the cache does not keep the label.
+        why = f"{HEDGED}unverifiable: math-verify exceeded {timeout_seconds}s on the completion's answer"
+        return Label(0.0, CONFIDENCE_INCORRECT, "incorrect", why, cacheable=False)
     except Exception as exc:  # math-verify raises on malformed LaTeX; that is "cannot verify", not wrong
         return Label(None, 0.0, "error", f"{type(exc).__name__}: {exc}"[:500])
     if ok:

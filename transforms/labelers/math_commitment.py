@@ -90,7 +90,7 @@ def flaw(
     if site.where == "boxed" and empty(text[site.start : site.end]):
         return "empty: the final \\boxed{} holds no answer"
     lo, hi = sentence(text, site)
-    around = tokens(text, lo, hi)
+    around = tokens(text, lo, hi, words=True)  # "5 or six" offers two values
     is_answer = (lambda token: not differ(token, extracted)) if extracted else None
     mine = committed_token(text, site, around, is_answer)
     if mine is None:
@@ -111,7 +111,7 @@ def flaw(
     if hedges and single_valued:
         # "The answer is 12. Or maybe 13.": a next sentence that opens with an alternative belongs to the answer
         more = _OPENS_ALTERNATIVE.match(text, hi)
-        wide = tokens(text, lo, more.end()) if more else around
+        wide = tokens(text, lo, more.end(), words=True) if more else around
         return _alternatives(text, wide, mine, differ, hi) or _two_answers(text, site, differ)
     return None
 

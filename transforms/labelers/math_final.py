@@ -7,11 +7,12 @@ one value is math_commitment.py's; `empty` and `unevaluated` say when its value 
 the question's own arithmetic left undone: "77 - 45" is no result for "what is 77 - 45").
 """
 
+import html
 import re
 from dataclasses import dataclass
 
 from rewardmill.transforms.labelers.reasoning import split_reasoning
-from rewardmill.transforms.labelers.text_normalize import fold_lookalikes
+from rewardmill.transforms.labelers.text_normalize import ascii_digits, fold_lookalikes
 
 # "The answer is 12.", "Final answer: $\frac{1}{2}$", "answer = 7": the answer runs to the end of its sentence
 # (a full stop before a space or the end; "3.5" keeps its decimal point) or line.
@@ -29,6 +30,19 @@ _WORDS = "zero one two three four five six seven eight nine ten eleven twelve th
 seventeen eighteen nineteen".split()
 _TENS = {"twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90}
 _WORD_NUMBER = re.compile(rf"(?i)\b(?:{'|'.join(_WORDS[2:] + list(_TENS))})\b")
+# Numerals a reader reads as numbers too: CJK digits ("六") and Roman numerals of two letters or more ("VI"; a lone "I"
+# or "V" is as often a pronoun or a variable).
+_CJK = "零一二三四五六七八九十"
+_CJK_NUMBER = re.compile(f"[{_CJK}]")
+_ROMAN = re.compile(r"\b(?=[IVXLC]{2,}\b)C{0,3}(?:XC|XL|L?X{0,3})(?:IX|IV|V?I{0,3})\b")
+_ROMAN_VALUES = {"I": 1, "V": 5, "X": 10, "L": 50, "C": 100}
+
+
+def _roman(numeral: str) -> int:
+    values = [_ROMAN_VALUES[c] for c in numeral]
+    return sum(-v if i + 1 < len(values) and v < values[i + 1] else v for i, v in enumerate(values))
+
+
 MATH_SPAN = re.compile(r"\$\$?(?P<m>[^$]+?)\$\$?|\\\((?P<p>.+?)\\\)")
 _SENTENCE_END = re.compile(r"[.!?](?=\s|$)|\n")
 
@@ -58,9 +72,33 @@ WINDOW_TOKENS = 50
 _TAG = re.compile(r"</?[A-Za-z][\w-]*>")  # <answer>...</answer>: markup, not a comparison
 
 
+# Struck-out text (<del>, <s>, <strike>, ~~...~~) is withdrawn: it is replaced by STRUCK, never read as a value.
+STRUCK = " [struck out] "
+_STRIKE = re.compile(r"(?is)<(del|s|strike)>.*?</\1>|~~(?=\S)[^~\n]+?(?<=\S)~~")
+# Markdown emphasis and code spans around an answer are presentation ("**Answer: 5**", "*5*", "`5`"), and "\$5" is an
+# escaped currency sign: none is part of the value. "**" between two word characters ("2**3") is kept.
+_MARKDOWN = (
+    (re.compile(r"(?<!\w)(?:\*\*|__)|(?:\*\*|__)(?!\w)"), ""),
+    (re.compile(r"(?<![\w*])\*(?=[^\s*])([^*\n]+?)(?<=[^\s*])\*(?![\w*])"), r"\1"),
+    (re.compile(r"`+"), ""),
+    (re.compile(r"\\\$"), " "),
+)
+
+
+def plain_text(text: str) -> str:
+    """`text` with HTML entities decoded ("&ge;" is a "≥"), struck-out text withdrawn, tags and Markdown emphasis
+    dropped: what a reader sees."""
+    text = _STRIKE.sub(STRUCK, html.unescape(text))
+    text = _TAG.sub(" ", text)
+    for pattern, repl in _MARKDOWN:
+        text = pattern.sub(repl, text)
+    return text
+
+
 def committed_text(completion: str) -> str:
-    """The part of `completion` a verifier reads (after a leading reasoning block), look-alikes folded, tags gone."""
-    return _TAG.sub(" ", fold_lookalikes(split_reasoning(completion).answer))
+    """The part of `completion` a verifier reads (after a leading reasoning block), look-alikes folded, digits of any
+    script written as ASCII, entities, tags, struck-out text and Markdown emphasis gone (plain_text)."""
+    return plain_text(ascii_digits(fold_lookalikes(split_reasoning(completion).answer)))
 
 
 def boxes(text: str) -> list[tuple[int, int, int, int]]:
@@ -102,10 +140,16 @@ def final_site(text: str) -> Site | None:
     return None
 
 
+def unpercent(content: str) -> str:
+    """A box's content with a closing percent sign dropped: math-verify reads "$25\\%$" as 25 but "\\boxed{25\\%}" as
+    no math at all, so a percentage is read in a box as it is read anywhere else."""
+    return re.sub(r"\s*\\?%\s*$", "", content)
+
+
 def site_snippet(text: str, site: Site) -> str:
     """What math-verify parses for the site: the box alone, the "answer is" sentence from its anchor, the line."""
     if site.where == "boxed":
-        return f"$\\boxed{{{text[site.start : site.end]}}}$"
+        return f"$\\boxed{{{unpercent(text[site.start : site.end])}}}$"
     return text[site.anchor : site.end]
 
 
@@ -119,18 +163,22 @@ def sentence(text: str, site: Site) -> tuple[int, int]:
 
 def tokens(text: str, lo: int, hi: int, words: bool = False) -> list[tuple[int, int, str]]:
     """Values between lo and hi: boxes (their content), $...$ spans, then bare numbers outside both; with `words`
-    also number words from two up ("one" is as often a pronoun)."""
+    also number words from two up ("one" is as often a pronoun), CJK digits and Roman numerals."""
     found = [(b[0], b[3], text[b[1] : b[2]]) for b in boxes(text) if lo <= b[0] and b[3] <= hi]
     for m in MATH_SPAN.finditer(text, lo, hi):
         if not any(s < m.end() and m.start() < e for s, e, _ in found):
             found.append((m.start(), m.end(), m.group("m") or m.group("p")))
-    for pattern in (_LATEX_VALUE, _PERCENT, _TOKEN_NUMBER, *([_WORD_NUMBER] if words else [])):
+    for pattern in (_LATEX_VALUE, _PERCENT, _TOKEN_NUMBER, *([_WORD_NUMBER, _CJK_NUMBER, _ROMAN] if words else [])):
         for m in pattern.finditer(text, lo, hi):
             inside_word = text[m.start() - 1 : m.start()].isalpha() and text[m.end() : m.end() + 1].isalpha()  # n0t
             if not inside_word and not any(s <= m.start() < e for s, e, _ in found):
                 value = m.group()
                 if pattern is _PERCENT:  # 25% is 1/4
                     value = f"{m.group('n')}/100"
+                elif pattern is _CJK_NUMBER:
+                    value = str(_CJK.index(value))
+                elif pattern is _ROMAN:
+                    value = str(_roman(value))
                 elif pattern is _WORD_NUMBER:  # "Actually six." states a value too
                     value = str(
                         _WORDS.index(m.group().lower()) if m.group().lower() in _WORDS else _TENS[m.group().lower()]
@@ -164,13 +212,31 @@ def _square(n: int) -> bool:
     return n < 10**12 and round(n**0.5) ** 2 == n
 
 
+# Calculus written out ("\\int_0^1 ...", "\\sum_{i=1}^{2} i", "\\lim") is a computation, not its value; math-verify
+# may spend its whole time bound on it, so it is recognised from the text before anything is parsed.
+CALCULUS = re.compile(r"\\(?:i{1,3}nt|oint|sum|prod|lim)(?![A-Za-z])")
+# Functions of numerals a grader expects evaluated: "\\max(5, 6)", "\\gcd(10, 15)", "\\log_2 32", "|-5|", "\\lfloor 5.5
+# \\rfloor", "\\operatorname{lcm}(1,5)". With one of them, commas and subscripts belong to the computation.
+_FUNCTION = re.compile(
+    r"\\(?:max|min|gcd|lcm|log|ln|lg|exp|[lr]floor|[lr]ceil|(?:operatorname|mathrm|text)\{[A-Za-z]+\})(?![A-Za-z])|\\?\|"
+)
+
+
 def unevaluated(value: str) -> bool:
-    """Whether `value` is arithmetic on numerals left undone ("77 - 45", "2^{10}", "\\binom{5}{2}", "\\sqrt{1024}"),
-    not a result. The root of a number that is no perfect square is a closed form ("\\sqrt{8}")."""
+    """Whether `value` is arithmetic on numerals left undone ("77 - 45", "2^{10}", "\\binom{5}{2}", "\\sqrt{1024}",
+    "\\gcd(10, 15)", "\\log_2 32", an integral), not a result. The root of a number that is no perfect square is a
+    closed form ("\\sqrt{8}")."""
+    if CALCULUS.search(value):
+        return True
     bare = re.sub(r"\\(?:left|right|,|!|;|\s)|\s|\$", "", value.split("=")[-1])
+    functions = _FUNCTION.search(bare)
+    bare = _FUNCTION.sub("(", bare)  # a function of numerals is arithmetic on them
+    if functions:
+        bare = re.sub(r"[,_]", "+", bare)
     bare = re.sub(r"\\[dt]?frac\{([^{}]*)\}\{([^{}]*)\}", r"(\1)/(\2)", bare)
     bare = re.sub(r"\\[dt]?binom\{(\d+)\}\{(\d+)\}", r"(\1)!/(\2)!", bare)
     bare = re.sub(r"\\sqrt\{(\d+)\}", lambda m: f"({m[1]})^(1/2)" if _square(int(m[1])) else m[0], bare)
     bare = re.sub(r"\\(?:times|cdot|ast)", "*", bare).replace("\\div", "/").replace("×", "*").replace("÷", "/")
     bare = bare.replace("·", "*")
-    return bool(_ARITH.fullmatch(bare)) and bool(re.search(r"\d", bare)) and not _LITERAL.fullmatch(bare)
+    literal = _LITERAL.fullmatch(bare) and not functions
+    return bool(_ARITH.fullmatch(bare)) and bool(re.search(r"\d", bare)) and not literal

@@ -140,3 +140,11 @@ def skeleton(text: str) -> str:
     text = unicodedata.normalize("NFKD", text.translate(_PUNCTUATION).translate(_TABLE))
     text = "".join(ch for ch in text if not unicodedata.category(ch).startswith("M"))
     return unicodedata.normalize("NFKC", text.translate(_SKELETON)).translate(_SKELETON)
+
+
+def ascii_digits(text: str) -> str:
+    """`text` with every decimal digit of another script (Arabic-Indic "٦", Devanagari "६", fullwidth "６") written as
+    the ASCII digit of the same value, so "5 or ٦" offers two numbers, as a reader sees it."""
+    return "".join(
+        str(unicodedata.digit(ch)) if ch > "\x7f" and unicodedata.category(ch) == "Nd" else ch for ch in text
+    )

@@ -421,3 +421,57 @@ def test_answer_tags_are_markup_not_a_comparison():
 )
 def test_the_statement_is_judged_around_the_value_that_is_scored(completion, verdict):
     assert verify_answer(completion, "5", 5).verdict == verdict
+
+
+def _slow(*args, **kwargs):
+    from math_verify.errors import TimeoutException
+
+    raise TimeoutException("slow")
+
+
+def test_a_completion_that_times_out_math_verify_is_incorrect_and_not_cached(monkeypatch):
+    """The reference parsed within the bound, so the time went on the completion's own answer: 0, not 'cannot
+    verify' (an unverified rollout would outrank every verified wrong one); a loaded machine may be to blame, so the
+    label is not cached."""
+    import math_verify
+
+    monkeypatch.setattr(math_verify, "verify", _slow)
+    label = verify_answer("\\boxed{5}", "5", 5)
+    assert (label.verdict, label.score, label.cacheable) == ("incorrect", 0.0, False)
+    assert label.rationale.startswith(HEDGED) and "unverifiable" in label.rationale
+
+
+def test_a_reference_that_times_out_is_a_timeout(monkeypatch):
+    import math_verify
+
+    monkeypatch.setattr(math_verify, "parse", _slow)
+    label = verify_answer("\\boxed{5}", "5", 5)
+    assert (label.verdict, label.score) == ("timeout", None) and "reference" in label.rationale
+
+
+def test_an_integral_is_not_handed_to_math_verify(monkeypatch):
+    """Calculus written out is a computation left undone, recognised before parsing (it could eat the time bound)."""
+    import math_verify
+
+    monkeypatch.setattr(math_verify, "verify", _slow)
+    label = verify_answer("\\boxed{\\int_0^1 \\frac{\\ln(1+x^{7})}{1+x^{3}} dx}", "5", 5)
+    assert (label.verdict, label.score) == ("incorrect", 0.0) and "left undone" in label.rationale
+
+
+@pytest.mark.parametrize(
+    ("completion", "reference", "verdict"),
+    [
+        ("**Answer: 5**", "5", "correct"),  # bold is presentation, not "5**"
+        ("The answer is *5*.", "5", "correct"),  # italics
+        ("Answer: `5`", "5", "correct"),  # code span
+        ("The answer is \\$5.", "5", "correct"),  # an escaped currency sign
+        ("2**3 = 8", "8", "correct"),  # ** between digits is kept (a power)
+        ("\\boxed{25\\%}", "25\\%", "correct"),  # a percentage in a box reads as it does outside one
+        ("~~\\boxed{5}~~ \\boxed{6}", "5", "incorrect"),  # struck out is withdrawn
+        ("<del>5</del>", "5", "incorrect"),  # struck out, nothing left
+        ("x &ge; 5", "5", "incorrect"),  # an entity is the character it names
+        ("The answer is 5 or ٦.", "5", "incorrect"),  # digits of another script are digits
+    ],
+)
+def test_what_a_reader_sees_is_what_is_read(completion, reference, verdict):
+    assert verify_answer(completion, reference, 5).verdict == verdict
