@@ -133,11 +133,17 @@ def final_site(text: str) -> Site | None:
     for line in text.splitlines(keepends=True):
         lines.append((offset, offset + len(line.rstrip("\r\n")), line))
         offset += len(line)
-    for start, end, line in reversed(lines):
-        if re.search(r"\d|\\[A-Za-z]", line):
-            lead = len(line) - len(line.lstrip())
-            return Site("last_line", start + lead, end, start + lead, end, start + lead)
+    with_math = [(start, end, line) for start, end, line in lines if re.search(r"\d|\\[A-Za-z]", line)]
+    # trailing chatter ("Checked with 3 test cases", "— Page 6") states no result: the last line that does decides
+    stating = [found for found in with_math if _STATES_RESULT.search(found[2])]
+    for start, end, line in (stating or with_math)[-1:]:
+        lead = len(line) - len(line.lstrip())
+        return Site("last_line", start + lead, end, start + lead, end, start + lead)
     return None
+
+
+# A line that states a result: an equation, a copula, or an answer word ("x = 5", "There are 5 ways", "Total: 5").
+_STATES_RESULT = re.compile(r"(?i)=|\b(?:is|are|was|were|equals?|answer|result|gives?)\b|\btotal\s*[:=]|^\W*-?\d[\d.,/]*\W*$")
 
 
 def unpercent(content: str) -> str:

@@ -26,6 +26,8 @@ def test_committed_text(completion, text):
         ("So \\boxed{5}. The answer is 6.", "answer_is", "answer is 6"),  # the later statement
         ("The answer is \\boxed{12}", "boxed", "$\\boxed{12}$"),  # a box inside the sentence is the answer
         ("7 + 5 = 12\nHope this helps!", "last_line", "7 + 5 = 12"),  # the last line that holds math
+        ("x = 6\n\nChecked with 5 test cases", "last_line", "x = 6"),  # the last line that states a result
+        ("There are 5 apples.\n\n— Page 6", "last_line", "There are 5 apples."),  # not a trailing page number
         ("no math here", None, None),
     ],
 )
