@@ -24,16 +24,17 @@ from rewardmill.transforms.labelers.math_final import (
 
 _NEGATION = re.compile(
     r"(?i)(?:\bn[o0]t|n't|\bnever|\b(?:anything|everything|all|any\s+\w+)\s+but|\banything\s+other\s+than|\bother\s+than|\bexcept(?:\s+for)?|"
-    r"\bexcluding|\\neq?\b|\\not\s*=|≠|!=)\s*(?:(?:equal|equals|equal\s+to|be|to)\s+)*[\s$({}*_~`]*(?:\\boxed\s*\{)?\s*$"
+    r"\bexcluding|\\neq?\b|\\not\s*(?:=|\\equiv)|\\n?equiv\b|\\neg|\\lnot|=/=|!==?|≠|≢)\s*(?:(?:equal|equals|equal\s+to|be|to)\s+)*"
+    r"[\s$({}*_~`]*(?:[A-Za-z]\s*=\s*)?(?:\\boxed\s*\{)?\s*$"
 )
 _RANGE_BEFORE = re.compile(
     r"(?i)(?:\bat\s+(?:least|most)|\bno\s+(?:more|less|fewer)\s+than|\b(?:more|less|fewer|greater|smaller|larger|"
-    r"bigger|higher|lower)\s+than|\b(?:a\s+)?(?:minimum|maximum)\s+of|\bover|\bunder|\babove|\bbelow|\bup\s+to|\bupwards\s+of|\bbetween|\bexceed(?:s|ing)?|"
-    r"\\geq?\b|\\leq?\b|\\geqslant|\\leqslant|\\gt\b|\\lt\b|[≥≤<>]|\\pm\b|±)\s*[\s$({}*_~`]*(?:\\boxed\s*\{)?\s*$"
+    r"bigger|higher|lower)\s+than|\b(?:a\s+)?(?:minimum|maximum)\s+of|\bover|\bunder|\babove|\bbelow|\bup\s+to|\bupwards\s+of|\bbetween|\bexceed(?:s|ing)?|\bat\s+the\s+(?:very\s+)?(?:least|most)|\b(?:minimum|maximum)|"
+    r"\\geq?q?\b|\\leq?q?\b|\\geqslant|\\leqslant|\\gt\b|\\lt\b|\\[sp](?:ucc|rec)(?:eq)?\b|\\gtrsim|\\lesssim|[≥≤<>⩾⩽≳≲≧≦]|\\pm\b|±)\s*[\s$({}*_~`]*(?:\\boxed\s*\{)?\s*$"
 )
 _RANGE_AFTER = re.compile(
     r"(?i)^[\s}$)]*(?:\+(?![\s$]*\d)|or\s+(?:more|greater|higher|larger|bigger|above|over|less|fewer|lower|smaller|"
-    r"below|under|so)\b|and\s+(?:up|above|over|higher|below|under|beyond)\b|to\s+\$?-?\d|at\s+(?:least|most)\b|(?:at\s+(?:the\s+)?)?(?:minimum|maximum)\b|"
+    r"below|under|so)\b|and\s+(?:up|above|over|higher|below|under|beyond)\b|(?:up|on)wards?\b|\+\s*$|to\s+\$?-?\d|at\s+(?:least|most)\b|(?:at\s+(?:the\s+)?)?(?:minimum|maximum)\b|"
     r"\\(?:leq?|geq?|pm)\b|[≤≥<>±])"
 )
 # "between 5 and 6" around either end of the range
@@ -74,6 +75,45 @@ _CHANGE = re.compile(
     r"\bmust\s+be\b|\bin\s+fact\b|\bturns\s+out\b|\bthe\s+real\b|\bupdat\w*"
 )
 
+# A committed value is exact and stated as the completion's own: "probably 5", "roughly 5", "\\approx 5", "5?",
+# "5-ish", "\\boxed{5 \\text{ (not sure)}}" commit to no exact value (an approximation of an exact answer is not that
+# answer); "He said the answer is 5", "Suppose the answer is 5", "Common mistake: the answer is 5" are someone else's.
+_TENTATIVE_BEFORE = re.compile(
+    r"(?i)(?:\b(?:probably|likely|roughly|approximately|approx|about|around|circa|presumably|maybe|perhaps|possibly)"
+    r"|\\approx|\\sim|≈|~)\s*[\s$({]*(?:\\boxed\s*\{)?\s*$"
+)
+_TENTATIVE_AFTER = re.compile(
+    r"(?i)^[\s}$)]*(?:-?ish\b|\?|\(?\s*(?:not\s+sure|unsure|uncertain|probably|approx\w*|roughly|maybe|perhaps|"
+    r"I\s+think|I\s+guess|or\s+so)\b|is\s+(?:one|a)\s+possib|(?:is\s+)?(?:a\s+|my\s+)?(?:guess|estimate)\b)"
+)
+_ATTRIBUTED = re.compile(
+    r"(?i)\b(?:claims?|claimed|said|says|(?<!I )think|thinks|thought|believes?|wrote|writes|suppose|supposing|assume|"
+    r"assuming|were|according\s+to|mistake|naive|not\s+the\s+case)\b"
+)
+_CLAUSE = re.compile(r",(?!\d{3})|[.!?](?=\s|$)|\n|;|\(|\)")
+_SENTENCE = re.compile(r"[.!?](?=\s|$)|\n|;")
+# A later value a reader takes as a new final answer: its clause names it as a result ("the value is 6", "I get 7",
+# "it's 7 apples", "in which case 6", "\\boxed{5} \\to 7"), or it ends a clause of a few words ("Erratum: 6",
+# "If not, 6."), or it is boxed. A value its sentence calls a mistake ("6 would be wrong", "the other root, -5, is
+# rejected"), a number that names a thing ("Page 6", "Lemma 5"), an approximation ("approximately 0.333") or the
+# result of a shown computation ("4 + 6 = 10") is none.
+_LATER_CLAUSE = re.compile(
+    r",(?!\d{3})|[.!?](?=\s|$)|\n|;|\(|\)|→|=>|\\(?:to|Rightarrow|implies|longrightarrow|mapsto)(?![A-Za-z])|"
+    r"\\xrightarrow\{[^{}]*\}|\\q?quad(?![A-Za-z])|\s/\s"
+)
+_RESULT_CUE = re.compile(
+    r"(?i)(?:\b(?:it|that|this|answer|result|value|solution|truth|total|number|count|[a-z])\s*(?:'s|is|are|was|be|"
+    r"equals?|=)|\b(?:gives?|get|got|meant|becomes?|case|go\s+with)|:)\s*"
+    r"(?:really\s+|actually\s+|just\s+|only\s+)?[\s$({]*(?:\\boxed\s*\{)?\s*$"
+)
+_DISCOUNT = re.compile(r"(?i)\bwrong\b|\bincorrect\b|\bmistak|\breject|\bextraneous\b|\binvalid\b|\bdiscard")
+_REFERENCE_NOUN = re.compile(
+    r"(?i)\b(?:page|pp?|lemma|theorem|section|figure|fig|eq|equation|step|chapter|table|problem|question|exercise|line|"
+    r"part|example|appendix|item|rule|no)\.?\s*$|#\s*$"
+)
+_APPROX = re.compile(r"(?i)(?:\bapprox\w*|\babout|\broughly|\baround|\\approx|≈|~)\s*[\s$]*$")
+_COMPUTED = re.compile(r"(?:[-+*/^×·÷]|\\times|\\cdot|\\div)[^=]*=\s*[\s$]*$")
+
 
 def flaw(
     text: str,
@@ -99,21 +139,33 @@ def flaw(
     if retracted:
         return retracted
     shown = text[lo:hi].strip()[:120]
+    clause = [m.end() for m in _CLAUSE.finditer(text, lo, site.anchor)]
+    stop = _CLAUSE.search(text, mine[1])
+    if _ATTRIBUTED.search(text[clause[-1] if clause else lo : stop.start() if stop else hi]):
+        return f"attribution: the final answer is stated as someone else's or a supposition ({shown!r})"
     if single_valued:
         inner = mine[2] if text[mine[0] : mine[1]] != mine[2] else ""  # a box's or a $...$ span's own text
+        inner = re.sub(r"\\(?:text|textrm|mathrm)\{([^{}]*)\}", r" \1 ", inner)
         lead = re.split(r"\d", inner, maxsplit=1)[0]
+        trail = re.sub(r"^\D*?\d[\d.,/]*", "", inner, count=1) if inner else ""
         before, after = text[lo : mine[0]], text[mine[1] : hi]
+        tentative = _TENTATIVE_BEFORE.search(before) or _TENTATIVE_BEFORE.search(lead)
+        if tentative or _TENTATIVE_AFTER.match(after) or _TENTATIVE_AFTER.match(trail):
+            return f"tentative: the final answer is approximate or unsure, not a committed value ({shown!r})"
         if _NEGATION.search(before) or _NEGATION.search(lead):
             return f"negation: the final answer negates its value ({shown!r})"
         between = _BETWEEN_AFTER.search(before) and _AND_AFTER.match(after) or _BETWEEN_BEFORE.search(before)
-        if _RANGE_BEFORE.search(before) or _RANGE_BEFORE.search(lead) or _RANGE_AFTER.match(after) or between:
+        ranged = _RANGE_BEFORE.search(before) or _RANGE_BEFORE.search(lead) or between
+        if ranged or _RANGE_AFTER.match(after) or _RANGE_AFTER.match(trail):
             return f"range: the final answer is a range, not a value ({shown!r})"
     if hedges and single_valued:
         # "The answer is 12. Or maybe 13.": a next sentence that opens with an alternative belongs to the answer
         more = _OPENS_ALTERNATIVE.match(text, hi)
         wide = tokens(text, lo, more.end(), words=True) if more else around
-        return _alternatives(text, wide, mine, differ, hi) or _two_answers(text, site, differ)
-    return None
+        several = _alternatives(text, wide, mine, differ, hi) or _two_answers(text, site, differ)
+        if several:
+            return several
+    return _superseded(text, mine, differ, hedges)
 
 
 def _retraction(text: str, site: Site, hi: int, mine, differ) -> str | None:
@@ -140,6 +192,42 @@ def _retraction(text: str, site: Site, hi: int, mine, differ) -> str | None:
     words = _FILLER.sub("", last[: bare[0][0]] + last[bare[0][1] :]) if len(bare) == 1 else "x"
     if not words and differ(mine[2], bare[0][2]):
         return f"retraction: the text ends on another value after the final answer ({last[-80:]!r})"
+    return None
+
+
+def _sentence_of(text: str, token, floor: int = 0) -> tuple[int, int]:
+    """The span of the sentence (split also at ";" and lines) that holds `token`, starting no earlier than `floor`."""
+    ends = [m.end() for m in _SENTENCE.finditer(text, floor, token[0])]
+    stop = _SENTENCE.search(text, token[1])
+    return (ends[-1] if ends else floor), (stop.start() if stop else len(text))
+
+
+def _superseded(text: str, mine, differ, hedges: bool = True) -> str | None:
+    """A value after the final answer that a reader takes as a new final answer (_LATER_CLAUSE's rule): the last
+    committed value decides, so the scored one is superseded ("\\boxed{5}. Erratum: 6", "the answer is 5; the correct
+    method gives 7", "\\boxed{5} \\to 7") or hedged ("If not, 6.")."""
+    stop = min(len(text), mine[1] + WINDOW)
+    for tok in tokens(text, mine[1], stop, words=True)[:WINDOW_TOKENS]:
+        if _DISCOUNT.search(text[slice(*_sentence_of(text, tok, floor=mine[1]))]):
+            continue
+        lo = max([mine[1]] + [m.end() for m in _LATER_CLAUSE.finditer(text, mine[1], tok[0])])
+        hi = _LATER_CLAUSE.search(text, tok[1])
+        before, after = text[lo : tok[0]], text[tok[1] : hi.start() if hi else stop]
+        if _APPROX.search(before) or _REFERENCE_NOUN.search(before) or _COMPUTED.search(before):
+            continue
+        if _NEGATION.search(before) or _ONE_VALUE.fullmatch(text[mine[1] : tok[0]]):  # "5, not 6"; "77 - 45"
+            continue
+        if not hedges and _joins_alternatives(text[mine[1] : tok[0]]):  # hedge: last judges "5 or 6" by its value
+            continue
+        if hi and text[hi.start()] == "," and re.match(r",\s*\$?-?\d", text[hi.start() :]):  # "1, 2, 3": a list
+            continue
+        ends = not re.sub(r"[\s$}\]*!?.:]", "", after)
+        unit = re.fullmatch(r"\s*[A-Za-z]+(?:\s+[A-Za-z]+)?[\s.!?]*", after)
+        boxed = text.startswith("\\boxed", tok[0]) or text.startswith("\\fbox", tok[0])
+        short = len(re.findall(r"[^\W\d_]+", before)) <= 3
+        if (boxed or ends and short or _RESULT_CUE.search(before) and (ends or unit)) and differ(mine[2], tok[2]):
+            quote = text[max(mine[1], lo - 30) : tok[1] + 10].strip()
+            return f"retraction: after the final answer {mine[2].strip()[:40]} the text states {tok[2]} ({quote!r})"
     return None
 
 
@@ -175,9 +263,18 @@ def _two_answers(text: str, site: Site, differ) -> str | None:
     return None
 
 
+# What may stand between two numerals of one value or one computation ("10^{5}", "3 \\times 4", "1 1/2", "3:4").
+_ONE_VALUE = re.compile(
+    r"(?i)[\s$^{}()\[\]]*(?:[-+*/×·÷:=<>!%^]|\\(?:times|cdot|div|[dt]?frac|sqrt|,|;|!)|x|of|per|by|in|out|over|times|"
+    r"plus|minus|mod|to|is|are)?[\s$^{}()\[\]]*"
+)
+
+
 def _joins_alternatives(between: str) -> bool:
     if _STRONG_EXPLANATION.search(between):
         return False
+    if len(between.split()) == 1 and not _ONE_VALUE.fullmatch(between):  # "5 oder 6", "5或6", "5–6", "5 || 6"
+        return True
     return bool(
         _STRONG_ALTERNATIVE.search(between)
         or _WEAK_ALTERNATIVE.search(between)
@@ -190,13 +287,19 @@ def _alternatives(text: str, around: list, mine, differ, hi: int) -> str | None:
     by it ("since 3 x 4 = 12") or rejected ("5, not 6"); or a list inside the box itself."""
     if text[mine[0] : mine[1]] != mine[2]:  # a box or a $...$ span: a list inside it
         inner = re.sub(r"\\text\{([^{}]*)\}", r" \1 ", mine[2])
-        parts = [p for p in re.split(r"(?i)\s*(?:\bor\b|\band\b|;|,(?!\d{3}))\s*", inner) if p.strip()]
+        joiners = r"(?i)\s*(?:\bor\b|\band\b|;|,(?!\d{3})|\\(?:lor|vee|mid|q?quad)(?![A-Za-z])|\\\\|\|\||\s\|\s)\s*"
+        parts = [p for p in re.split(joiners, inner) if p.strip()]
         if len(parts) > 1 and any(differ(parts[0], p) for p in parts[1:]):
             return f"several values: the final answer lists {' | '.join(p.strip() for p in parts)}"
     for other in around[:WINDOW_TOKENS]:
         if other is mine:
             continue
         left, right = (other[1], mine[0]) if other[0] < mine[0] else (mine[1], other[0])
+        if other[0] > mine[0] and _APPROX.search(text[left:right]):  # "1/3, approximately 0.333" restates it
+            continue
+        lo, hi_ = _sentence_of(text, other, floor=left)
+        if not (lo <= mine[0] < hi_) and _DISCOUNT.search(text[lo:hi_]):  # "; the other root, -5, is rejected"
+            continue
         if _joins_alternatives(text[left:right]) and differ(mine[2], other[2]):
             return f"several values: the final answer offers {mine[2].strip()} and {other[2].strip()}"
     for offer in _OFFERS.finditer(text[hi : hi + WINDOW]):  # a later sentence offers one: "It could also be 6."
