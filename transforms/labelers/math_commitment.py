@@ -33,7 +33,7 @@ _RANGE_BEFORE = re.compile(
     r"\\geq?q?\b|\\leq?q?\b|\\geqslant|\\leqslant|\\gt\b|\\lt\b|\\[sp](?:ucc|rec)(?:eq)?\b|\\gtrsim|\\lesssim|[≥≤<>⩾⩽≳≲≧≦]|\\pm\b|±)\s*[\s$({}*_~`]*(?:\\boxed\s*\{)?\s*$"
 )
 _RANGE_AFTER = re.compile(
-    r"(?i)^[\s}$)]*(?:\+(?![\s$]*\d)|or\s+(?:more|greater|higher|larger|bigger|above|over|less|fewer|lower|smaller|"
+    r"(?i)^[\s}$)(]*(?:\+(?![\s$]*\d)|or\s+(?:more|greater|higher|larger|bigger|above|over|less|fewer|lower|smaller|"
     r"below|under|so)\b|and\s+(?:up|above|over|higher|below|under|beyond)\b|(?:up|on)wards?\b|\+\s*$|to\s+\$?-?\d|at\s+(?:least|most)\b|(?:at\s+(?:the\s+)?)?(?:minimum|maximum)\b|"
     r"\\(?:leq?|geq?|pm)\b|[≤≥<>±])"
 )
@@ -67,7 +67,8 @@ _OFFERS = re.compile(
 _RETRACT = re.compile(
     r"(?i)(?<!common )(?<!typical )(?:\bwrong\b|\bincorrect\b|\bmistaken?\b)|"
     r"\bnot\s+(?:right|correct|the\s+(?:right\s+|correct\s+|final\s+)?answer)\b|\bnope\b|(?:^|[.!?]\s|\n)\s*no\s*[.!]|"
-    r"\bscratch\s+that\b|\bdisregard\b|\bignore\s+(?:that|this|it|the\s+above)\b|\bretract"
+    r"\bscratch\s+that\b|\bdisregard\b|\bignore\s+(?:that|this|it|the\s+above)\b|\bretract|"
+    r"\bis\s+(?:false|untrue|a\s+lie)\b"
 )
 _CHANGE = re.compile(
     r"(?i)\bactually\b|\bwait\b|\bhmm+\b|\boops\b|\bno,|\bcorrection\b|\bon\s+second\s+thought\b|\brecomput\w*|"
@@ -149,7 +150,8 @@ def flaw(
         lead = re.split(r"\d", inner, maxsplit=1)[0]
         trail = re.sub(r"^\D*?\d[\d.,/]*", "", inner, count=1) if inner else ""
         before, after = text[lo : mine[0]], text[mine[1] : hi]
-        tentative = _TENTATIVE_BEFORE.search(before) or _TENTATIVE_BEFORE.search(lead)
+        exact = any(t[1] <= mine[0] and _near(t[2], mine[2]) for t in around)  # "1/3, approximately 0.333"
+        tentative = _TENTATIVE_BEFORE.search(before) and not exact or _TENTATIVE_BEFORE.search(lead)
         if tentative or _TENTATIVE_AFTER.match(after) or _TENTATIVE_AFTER.match(trail):
             return f"tentative: the final answer is approximate or unsure, not a committed value ({shown!r})"
         if _NEGATION.search(before) or _NEGATION.search(lead):
@@ -172,7 +174,14 @@ def _retraction(text: str, site: Site, hi: int, mine, differ) -> str | None:
     """The text after the final answer takes it back: says it is wrong, or announces a change and states another
     value, or ends on a computation of another value that does not use the answer."""
     after = text[mine[1] :]
-    said = _RETRACT.search(after) or _RETRACT.search(re.sub(r"\\text\{([^{}]*)\}", r" \1 ", mine[2]))
+    said = _RETRACT.search(re.sub(r"\\text\{([^{}]*)\}", r" \1 ", mine[2]))
+    for word in [] if said else _RETRACT.finditer(after):  # the slice: "5wrong" is a word of its own
+        lo, hi_ = _sentence_of(text, (mine[1] + word.start(), mine[1] + word.end()), floor=mine[1])
+        named = tokens(text, lo, hi_, words=True)
+        if named and all(differ(mine[2], t[2]) for t in named):  # "Note that 6 would be wrong": another value's
+            continue
+        said = word
+        break
     if said:
         quote = said.string[max(0, said.start() - 40) : said.end() + 9]
         return f"retraction: after the final answer the text says {quote!r}"
@@ -184,6 +193,8 @@ def _retraction(text: str, site: Site, hi: int, mine, differ) -> str | None:
     tail = text[max(hi, len(text) - WINDOW) :].strip()
     last = re.split(r"(?<=[.!?])\s+|\n", tail)[-1] if tail else ""
     ends = re.search(r"=\s*\$?\s*(-?[\d.,/]+)\s*\$?\s*[.!]?\s*$", last)
+    if re.match(r"(?i)\W*(?:check|verif|sanity|indeed|as\s+a\s+check)", last):  # "Check: 4 + 6 = 10" is no answer
+        ends = None
     if ends and not re.search(rf"(?<![\d.]){re.escape(mine[2].strip(' $'))}(?![\d.])", last[: ends.start()]):
         if differ(mine[2], ends.group(1)):
             return f"retraction: the text ends on another result after the final answer ({last[-80:]!r})"
@@ -193,6 +204,24 @@ def _retraction(text: str, site: Site, hi: int, mine, differ) -> str | None:
     if not words and differ(mine[2], bare[0][2]):
         return f"retraction: the text ends on another value after the final answer ({last[-80:]!r})"
     return None
+
+
+def _number(value: str) -> float | None:
+    """A plain numeral, a/b or \\frac{a}{b} as a float; None for anything else."""
+    bare = re.sub(r"\\[dt]?frac\{([^{}]*)\}\{([^{}]*)\}", r"\1/\2", value.strip(" $"))
+    try:
+        top, _, bottom = bare.partition("/")
+        return float(top) / float(bottom) if bottom else float(top)
+    except (ValueError, ZeroDivisionError):
+        return None
+
+
+def _near(exact: str, approximate: str) -> bool:
+    """`approximate` rounds `exact` (to 1%): an approximation that restates the value, not another value."""
+    a, b = _number(exact), _number(approximate)
+    if a is None or b is None or exact.strip() == approximate.strip():
+        return False
+    return abs(a - b) <= 0.01 * max(1, abs(a))
 
 
 def _sentence_of(text: str, token, floor: int = 0) -> tuple[int, int]:
@@ -235,10 +264,11 @@ def _two_answers(text: str, site: Site, differ) -> str | None:
     """The last \\boxed{} and the last "answer is" state different values, and nothing between them takes the earlier
     one back ("So it is \\boxed{5}. The answer is 6.")."""
     value = text[site.start : site.end]
-    if site.where == "last_line":  # a value on each of the last lines: "5\n6" is a list
+    if site.where == "last_line":  # a value on each of the last lines: "5\n6", "- 5\n- 6", "| 5 |\n| 6 |" is a list
         above = [line for line in text[: site.outer_start].splitlines() if line.strip()][-1:]
         alone = tokens(above[0], 0, len(above[0])) if above else []
-        if len(alone) == 1 and not _FILLER.sub("", above[0].replace(above[0][alone[0][0] : alone[0][1]], "")):
+        filler = len(alone) == 1 and not _FILLER.sub("", above[0].replace(above[0][alone[0][0] : alone[0][1]], ""))
+        if len(alone) == 1 and (filler or _shape(above[0]) == _shape(text[site.outer_start : site.outer_end])):
             if differ(value, alone[0][2]):
                 return f"several values: lines {alone[0][2]} and {value.strip()[:60]}"
     earlier_boxes = [b for b in boxes(text) if b[3] <= site.outer_start]
@@ -247,20 +277,25 @@ def _two_answers(text: str, site: Site, differ) -> str | None:
         if not re.sub(r"(?i)[\s$.,;:]|\b(?:or|and)\b", "", text[b[3] : site.outer_start]):
             if differ(value, text[b[1] : b[2]]):
                 return f"several values: boxes {text[b[1] : b[2]].strip()[:60]} and {value.strip()[:60]}"
-    if site.where == "answer_is":
-        earlier = [(b[1], b[2], b[3]) for b in earlier_boxes]
-    else:
-        earlier = [(a.start("answer"), a.end("answer"), a.end()) for a in ANSWER_IS.finditer(text)]
-        earlier = [e for e in earlier if e[1] <= site.outer_start]
-    if not earlier:
-        return None
-    start, end, outer_end = earlier[-1]
-    between = text[outer_end : site.outer_start]
-    if _CHANGE.search(between) or _RETRACT.search(between):
-        return None
-    if differ(value, text[start:end]):
-        return f"two different final answers: {text[start:end].strip()[:60]} then {value.strip()[:60]}"
+    # any earlier final answer statement (box or "answer is") that states another value, not taken back since, not
+    # called a mistake: "The answer is 5. The answer is 6.", "\\boxed{5}\n\nAlso valid: \\boxed{6}"
+    earlier = [(b[1], b[2], b[0], b[3]) for b in earlier_boxes]
+    earlier += [(a.start("answer"), a.end("answer"), a.start(), a.end()) for a in ANSWER_IS.finditer(text)]
+    earlier = sorted(e for e in earlier if e[1] <= site.outer_start and e[3] > site.outer_start - WINDOW)
+    for start, end, outer_start, outer_end in reversed(earlier[-WINDOW_TOKENS:]):
+        between = text[outer_end : site.outer_start]
+        if _CHANGE.search(between) or _RETRACT.search(between):
+            return None  # the earlier ones are taken back
+        if _DISCOUNT.search(text[slice(*_sentence_of(text, (outer_start, outer_end)))]):
+            continue
+        if differ(value, text[start:end]):
+            return f"two different final answers: {text[start:end].strip()[:60]} then {value.strip()[:60]}"
     return None
+
+
+def _shape(line: str) -> str:
+    """A line with its values and one-letter labels blanked: "Option A: 5" and "Option B: 6" have one shape."""
+    return re.sub(r"\b[A-Za-z]\b", "@", re.sub(r"-?\d[\d.,/]*", "#", line)).strip()
 
 
 # What may stand between two numerals of one value or one computation ("10^{5}", "3 \\times 4", "1 1/2", "3:4").
@@ -295,7 +330,8 @@ def _alternatives(text: str, around: list, mine, differ, hi: int) -> str | None:
         if other is mine:
             continue
         left, right = (other[1], mine[0]) if other[0] < mine[0] else (mine[1], other[0])
-        if other[0] > mine[0] and _APPROX.search(text[left:right]):  # "1/3, approximately 0.333" restates it
+        restated = _near(other[2], mine[2]) or _near(mine[2], other[2])  # "1/3, approximately 0.333"
+        if restated and re.search(r"(?i)approx|about|roughly|around|≈|~", text[left:right]):
             continue
         lo, hi_ = _sentence_of(text, other, floor=left)
         if not (lo <= mine[0] < hi_) and _DISCOUNT.search(text[lo:hi_]):  # "; the other root, -5, is rejected"

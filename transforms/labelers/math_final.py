@@ -24,7 +24,7 @@ _LATEX_VALUE = re.compile(
     r"-?\d*(?:\\[dt]?frac\{[^{}]*\}\{[^{}]*\}|\\sqrt(?:\[[^\]]*\])?\{[^{}]*\}|\\pi\b)(?:\^\{?[^{}\s]*\}?)?"
 )
 # A number inside words too ("5or 6", "not5"): the values a statement holds, whatever glues them to the prose.
-_TOKEN_NUMBER = re.compile(r"(?<![\d.])-?(?:\d{1,3}(?:,\d{3})+(?!\d)|\d+)(?:\.\d+)?(?:\s*/\s*\d+)?")
+_TOKEN_NUMBER = re.compile(r"(?<!\d)(?<![^.]\.)(?<!^\.)-?(?:\d{1,3}(?:,\d{3})+(?!\d)|\d+)(?:\.\d+)?(?:\s*/\s*\d+)?")
 _PERCENT = re.compile(r"(?<![\w.])(?P<n>-?\d+(?:\.\d+)?)\s*\\?%")
 _WORDS = "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen \
 seventeen eighteen nineteen".split()
@@ -114,6 +114,9 @@ def boxes(text: str) -> list[tuple[int, int, int, int]]:
     return [b for b in found if not any(o[0] < b[0] < o[3] for o in found)]  # a box inside a box is part of it
 
 
+_NOT_THE_ANSWER = re.compile(r"(?i)\b(?:wrong|incorrect|mistaken|false|bad|common|typical|tempting)\s+$")
+
+
 def final_site(text: str) -> Site | None:
     """The last answer statement: the last \\boxed{} or "answer is", whichever comes later (a box inside the "answer
     is" sentence is the answer), else the last line that holds a number or LaTeX."""
@@ -122,7 +125,10 @@ def final_site(text: str) -> Site | None:
     if found:
         start, inner, inner_end, end = found[-1]
         candidates.append(Site("boxed", inner, inner_end, start, end, start))
-    anchors = list(ANSWER_IS.finditer(text))
+    # "Common wrong answer: 6" names a mistake, not the answer
+    anchors = [
+        a for a in ANSWER_IS.finditer(text) if not _NOT_THE_ANSWER.search(text[max(0, a.start() - 30) : a.start()])
+    ]
     if anchors:
         a = anchors[-1]
         candidates.append(Site("answer_is", a.start("answer"), a.end("answer"), a.start("answer"), a.end(), a.start()))
@@ -143,7 +149,9 @@ def final_site(text: str) -> Site | None:
 
 
 # A line that states a result: an equation, a copula, or an answer word ("x = 5", "There are 5 ways", "Total: 5").
-_STATES_RESULT = re.compile(r"(?i)=|\b(?:is|are|was|were|equals?|answer|result|gives?)\b|\btotal\s*[:=]|^\W*-?\d[\d.,/]*\W*$")
+_STATES_RESULT = re.compile(
+    r"(?i)=|\b(?:is|are|was|were|equals?|answer|result|gives?)\b|\btotal\s*[:=]|^\W*-?\d[\d.,/]*\W*$"
+)
 
 
 def unpercent(content: str) -> str:
@@ -156,7 +164,13 @@ def site_snippet(text: str, site: Site) -> str:
     """What math-verify parses for the site: the box alone, the "answer is" sentence from its anchor, the line."""
     if site.where == "boxed":
         return f"$\\boxed{{{unpercent(text[site.start : site.end])}}}$"
-    return text[site.anchor : site.end]
+    statement = text[site.anchor : site.end]
+    exact = _RESTATED.split(statement, maxsplit=1)[0]  # "$\\frac{1}{3}$, approximately 0.333": the exact value
+    return exact if re.search(r"\d", exact) else statement
+
+
+# An approximation after the value restates it; the value before it is the answer.
+_RESTATED = re.compile(r"(?i)[,;(]\s*(?:approximately|approx\.?|roughly|about|≈|\\approx)\s")
 
 
 def sentence(text: str, site: Site) -> tuple[int, int]:
