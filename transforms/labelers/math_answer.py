@@ -295,8 +295,11 @@ class MathAnswerVerifier:
     name = "math_answer"
     # 2: extraction modes; the rationale names the mode. 3: a hedged final answer is incorrect; a reference with its
     # own delimiters is parsed as given. 4: the final committed answer decides (math_final.py): reasoning, retractions,
-    # negations, ranges, lists, look-alike letters, empty boxes and unevaluated arithmetic; numeric references
-    version = "4"
+    # negations, ranges, lists, look-alike letters, empty boxes and unevaluated arithmetic; numeric references. 5: the
+    # last committed value decides (later results supersede, attributed/tentative answers, every final-answer position
+    # compared), Markdown/entities/struck-out text read as a reader sees them, functions of numerals and calculus are
+    # undone, a completion that times out math-verify is incorrect (not cached)
+    version = "5"
     reads = ("completion", "reference")
     tasks = ("math",)  # a code task's reference is a program, not an answer
     Config = MathAnswerConfig

@@ -142,7 +142,8 @@ class SelfConsistencyVerifier:
     name = "self_consistency"
     # 2: only a final committed answer (math_answer.read_answer: after the reasoning block, no hedge, retraction,
     # negation or range) votes
-    version = "2"
+    # 3: math_answer 5's reading (later results supersede, attributed/tentative answers, Markdown, undone functions)
+    version = "3"
     reads = ("completion", "reference")
     tasks = ("math",)
     Config = SelfConsistencyConfig

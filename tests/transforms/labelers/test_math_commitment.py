@@ -49,3 +49,43 @@ def test_flaw_switches():
     assert flaw("5 and 6", final_site("5 and 6"), differ, hedges=False) is None
     assert flaw("at least 5", final_site("at least 5"), differ, single_valued=False) is None
     assert flaw("\\boxed{5}\n\nActually 6.", final_site("\\boxed{5}\n\nActually 6."), differ, hedges=False)
+
+
+@pytest.mark.parametrize(
+    "text, reason",
+    [
+        # the last committed value decides: a later value stated as a result supersedes the box
+        ("\\boxed{5}\n\nErratum: 6", "retraction"),  # a short clause that ends on a value
+        ("\\boxed{5}\n\nThat was a typo; I meant 6.", "retraction"),  # a result cue before it
+        ("The answer is 5; the correct method gives 7.", "retraction"),
+        ("\\boxed{5} \\to 7", "several values"),  # an arrow joins two values in the statement itself
+        ("\\boxed{5}\n\n\\to 7", "retraction"),  # after it, the arrow replaces the value
+        ("The answer is 5. If not, 6.", "retraction"),
+        # not a new result: a mistake named, a thing named, a restatement, a computation, a count, a negation
+        ("\\boxed{5}\n\nNote: 6 is incorrect because the endpoint is excluded.", None),
+        ("\\boxed{5}\n\nCheck: the other two sides sum to 4 + 6 = 10.", None),
+        ("\\boxed{5}\n\nSee Lemma 6.", None),
+        ("The answer is 5 apples and the remainder is 2.", None),  # another quantity, not the value
+        ("\\boxed{5}. Alternatively, count: 1, 2, 3, 4, 5.", None),  # a list that ends on the value
+        # someone else's answer, or a supposition
+        ("The textbook claims the answer is 5. I disagree.", "attribution"),
+        ("Suppose the answer is 5.", "attribution"),
+        ("\\boxed{6} is wrong, the answer is \\boxed{5}", None),  # a rejected box is no attribution of the final one
+        # approximate or unsure
+        ("probably 5", "tentative"),
+        ("\\boxed{5 \\text{ (not sure)}}", "tentative"),
+        ("5?", "tentative"),
+        # several values in final-answer positions
+        ("5 oder 6", "several values"),  # a single foreign word between two values
+        ("5–6", "several values"),  # a dash
+        ("\\boxed{5 \\lor 6}", "several values"),
+        ("Option A: 5\nOption B: 6", "several values"),  # lines of one shape
+        ("The answer is 5. The answer is 6.", "two different final answers"),
+        ("\\boxed{5}\n\nAlso valid: \\boxed{6}", "two different final answers"),
+        ("10^{5}", None),  # one value
+        ("The answer is $\\frac{1}{3}$, approximately 0.333.", None),  # an approximation restates it
+    ],
+)
+def test_final_answer_positions(text, reason):
+    found = flaw(text, final_site(text), differ)
+    assert (found.split(":")[0] if found else None) == reason, found
