@@ -12,6 +12,7 @@ from collections.abc import Callable
 
 from rewardmill.transforms.labelers.math_final import (
     ANSWER_IS,
+    CHECK,
     WINDOW,
     WINDOW_TOKENS,
     Site,
@@ -113,6 +114,8 @@ _REFERENCE_NOUN = re.compile(
     r"part|example|appendix|item|rule|no)\.?\s*$|#\s*$"
 )
 _APPROX = re.compile(r"(?i)(?:\bapprox\w*|\babout|\broughly|\baround|\\approx|≈|~)\s*[\s$]*$")
+# "twice 3", "half of 12", "3 more than": a value the statement computes with, not another answer
+_OPERAND = re.compile(r"(?i)\b(?:twice|thrice|times|half(?:\s+of)?|of|plus|minus|by|over|per|than|from)\s*[\s$]*$")
 _COMPUTED = re.compile(r"(?:[-+*/^×·÷]|\\times|\\cdot|\\div)[^=]*=\s*[\s$]*$")
 
 
@@ -193,7 +196,7 @@ def _retraction(text: str, site: Site, hi: int, mine, differ) -> str | None:
     tail = text[max(hi, len(text) - WINDOW) :].strip()
     last = re.split(r"(?<=[.!?])\s+|\n", tail)[-1] if tail else ""
     ends = re.search(r"=\s*\$?\s*(-?[\d.,/]+)\s*\$?\s*[.!]?\s*$", last)
-    if re.match(r"(?i)\W*(?:check|verif|sanity|indeed|as\s+a\s+check)", last):  # "Check: 4 + 6 = 10" is no answer
+    if CHECK.match(last):  # "Check: 4 + 6 = 10" is no answer
         ends = None
     if ends and not re.search(rf"(?<![\d.]){re.escape(mine[2].strip(' $'))}(?![\d.])", last[: ends.start()]):
         if differ(mine[2], ends.group(1)):
@@ -237,12 +240,18 @@ def _superseded(text: str, mine, differ, hedges: bool = True) -> str | None:
     method gives 7", "\\boxed{5} \\to 7") or hedged ("If not, 6.")."""
     stop = min(len(text), mine[1] + WINDOW)
     for tok in tokens(text, mine[1], stop, words=True)[:WINDOW_TOKENS]:
-        if _DISCOUNT.search(text[slice(*_sentence_of(text, tok, floor=mine[1]))]):
+        told = text[slice(*_sentence_of(text, tok, floor=mine[1]))]
+        if _DISCOUNT.search(told) or CHECK.match(told):  # a named mistake; a check of the answer
             continue
         lo = max([mine[1]] + [m.end() for m in _LATER_CLAUSE.finditer(text, mine[1], tok[0])])
         hi = _LATER_CLAUSE.search(text, tok[1])
         before, after = text[lo : tok[0]], text[tok[1] : hi.start() if hi else stop]
-        if _APPROX.search(before) or _REFERENCE_NOUN.search(before) or _COMPUTED.search(before):
+        if (
+            _APPROX.search(before)
+            or _REFERENCE_NOUN.search(before)
+            or _COMPUTED.search(before)
+            or _OPERAND.search(before)
+        ):
             continue
         if _NEGATION.search(before) or _ONE_VALUE.fullmatch(text[mine[1] : tok[0]]):  # "5, not 6"; "77 - 45"
             continue

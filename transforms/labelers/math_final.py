@@ -141,13 +141,15 @@ def final_site(text: str) -> Site | None:
         offset += len(line)
     with_math = [(start, end, line) for start, end, line in lines if re.search(r"\d|\\[A-Za-z]", line)]
     # trailing chatter ("Checked with 3 test cases", "— Page 6") states no result: the last line that does decides
-    stating = [found for found in with_math if _STATES_RESULT.search(found[2])]
+    stating = [found for found in with_math if _STATES_RESULT.search(found[2]) and not CHECK.match(found[2])]
     for start, end, line in (stating or with_math)[-1:]:
         lead = len(line) - len(line.lstrip())
         return Site("last_line", start + lead, end, start + lead, end, start + lead)
     return None
 
 
+# A check of the answer ("Check: 2(5) + 4 = 14") restates the question's equation; it is no result of its own.
+CHECK = re.compile(r"(?i)\W*(?:check|verif|sanity|indeed|as\s+a\s+check)")
 # A line that states a result: an equation, a copula, or an answer word ("x = 5", "There are 5 ways", "Total: 5").
 _STATES_RESULT = re.compile(
     r"(?i)=|\b(?:is|are|was|were|equals?|answer|result|gives?)\b|\btotal\s*[:=]|^\W*-?\d[\d.,/]*\W*$"
