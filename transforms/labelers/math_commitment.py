@@ -81,7 +81,7 @@ _CHANGE = re.compile(
 # "5-ish", "\\boxed{5 \\text{ (not sure)}}" commit to no exact value (an approximation of an exact answer is not that
 # answer); "He said the answer is 5", "Suppose the answer is 5", "Common mistake: the answer is 5" are someone else's.
 _TENTATIVE_BEFORE = re.compile(
-    r"(?i)(?:\b(?:probably|likely|roughly|approximately|approx|about|around|circa|presumably|maybe|perhaps|possibly)"
+    r"(?i)(?:\b(?:probably|likely|roughly|approximately|approx\.?|about|around|circa|presumably|maybe|perhaps|possibly)"
     r"|\\approx|\\sim|≈|~)\s*[\s$({]*(?:\\boxed\s*\{)?\s*$"
 )
 _TENTATIVE_AFTER = re.compile(
@@ -115,7 +115,10 @@ _REFERENCE_NOUN = re.compile(
 )
 _APPROX = re.compile(r"(?i)(?:\bapprox\w*|\babout|\broughly|\baround|\\approx|≈|~)\s*[\s$]*$")
 # "twice 3", "half of 12", "3 more than": a value the statement computes with, not another answer
-_OPERAND = re.compile(r"(?i)\b(?:twice|thrice|times|half(?:\s+of)?|of|plus|minus|by|over|per|than|from)\s*[\s$]*$")
+_OPERAND = re.compile(
+    r"(?i)(?:\b(?:twice|thrice|times|half(?:\s+of)?|of|plus|minus|by|over|per|than|from|with|add|adding|subtract|"
+    r"subtracting|multiply|multiplying|divide|dividing|take|taking|remove|removing)\s*[\s$]*|[A-Za-z]\()$"
+)
 _COMPUTED = re.compile(r"(?:[-+*/^×·÷]|\\times|\\cdot|\\div)[^=]*=\s*[\s$]*$")
 
 
@@ -250,10 +253,11 @@ def _superseded(text: str, mine, differ, hedges: bool = True) -> str | None:
             _APPROX.search(before)
             or _REFERENCE_NOUN.search(before)
             or _COMPUTED.search(before)
-            or _OPERAND.search(before)
+            or _OPERAND.search(text[max(0, tok[0] - 40) : tok[0]])  # "twice 3", "add 3", "O(1)"
         ):
             continue
-        if _NEGATION.search(before) or _ONE_VALUE.fullmatch(text[mine[1] : tok[0]]):  # "5, not 6"; "77 - 45"
+        joined = text[mine[1] : tok[0]]
+        if _NEGATION.search(before) or "\n" not in joined and _ONE_VALUE.fullmatch(joined):  # "5, not 6"; "77 - 45"
             continue
         if not hedges and _joins_alternatives(text[mine[1] : tok[0]]):  # hedge: last judges "5 or 6" by its value
             continue
