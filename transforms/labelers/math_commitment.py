@@ -3,8 +3,11 @@
 It does not when the text after it retracts it ("but 5 is wrong", "Actually 6.", a recomputation that ends "= 8"),
 when it is negated ("not 5", "anything but 5"), a range ("at least 5", "5 or greater", "between 5 and 6"), several
 values ("5 and 6", "5; 6; 7", "5 (or 6 if ...)", "5, although 6 is also plausible", a list of boxes), two different
-final answers, or an empty \\boxed{}. Where the final answer is, and its tokens, come from math_final.py; values are
-compared by the caller's `differ(a_text, b_text)` (math-verify), so this module holds no math library.
+final answers, or an empty \\boxed{}; when a later value is stated as the result ("\\boxed{5}. Erratum: 6", "I get
+7": the last committed value decides); when it is someone else's or a supposition ("He said the answer is 5",
+"Suppose the answer is 5"), or tentative ("probably 5", "\\approx 5", "5?"). Where the final answer is, and its
+tokens, come from math_final.py; values are compared by the caller's `differ(a_text, b_text)` (math-verify), so this
+module holds no math library.
 """
 
 import re
@@ -232,9 +235,10 @@ def _near(exact: str, approximate: str) -> bool:
 
 def _sentence_of(text: str, token, floor: int = 0) -> tuple[int, int]:
     """The span of the sentence (split also at ";" and lines) that holds `token`, starting no earlier than `floor`."""
+    floor = max(floor, token[0] - WINDOW)  # read in a bounded window, like the statement itself
     ends = [m.end() for m in _SENTENCE.finditer(text, floor, token[0])]
-    stop = _SENTENCE.search(text, token[1])
-    return (ends[-1] if ends else floor), (stop.start() if stop else len(text))
+    stop = _SENTENCE.search(text, token[1], token[1] + WINDOW)
+    return (ends[-1] if ends else floor), (stop.start() if stop else min(len(text), token[1] + WINDOW))
 
 
 def _superseded(text: str, mine, differ, hedges: bool = True) -> str | None:

@@ -22,6 +22,10 @@ def verifier():
         "not 5",  # a negation
         "at least 5",  # a range
         "<think>The answer is 5.</think>I am not sure.",  # an answer only inside reasoning
+        "\\boxed{5}\n\nErratum: 6",  # superseded by a later value
+        "He said the answer is 5.",  # someone else's answer
+        "probably 5",  # tentative
+        "**Answer: 5** or six",  # a number word as the alternative, Markdown around it
     ],
 )
 def test_an_answer_that_commits_to_no_value_has_no_vote(verifier, odd_one):
