@@ -121,7 +121,9 @@ def check_modes(modes) -> tuple[str, ...]:
 
 @dataclass(frozen=True)
 class MathAnswerConfig:
-    timeout_seconds: int = 5  # per parse/verify call; exceeded => verdict timeout, score None
+    # per parse/verify call. Exceeded on the reference => verdict timeout, score None; exceeded on the completion's own
+    # answer (the reference parsed) => incorrect, score 0, not cached (an unverifiable answer earns nothing)
+    timeout_seconds: int = 5
     float_rounding: int = 6
     workers: int = 2  # helper processes verifying a batch in parallel (math-verify is CPU-bound, one core each)
     # Where the final answer is, tried in order (first hit wins), always after a leading reasoning block: math_verify =
