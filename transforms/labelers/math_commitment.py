@@ -120,7 +120,8 @@ _APPROX = re.compile(r"(?i)(?:\bapprox\w*|\babout|\broughly|\baround|\\approx|�
 # "twice 3", "half of 12", "3 more than": a value the statement computes with, not another answer
 _OPERAND = re.compile(
     r"(?i)(?:\b(?:twice|thrice|times|half(?:\s+of)?|of|plus|minus|by|over|per|than|from|with|add|adding|subtract|"
-    r"subtracting|multiply|multiplying|divide|dividing|take|taking|remove|removing)\s*[\s$]*|[A-Za-z]\()$"
+    r"subtracting|multiply|multiplying|divide|dividing|take|taking|remove|removing)\s*[\s$]*|[A-Za-z]\(|"
+    r"[\d)}][ \t]*(?:[-+*/×·÷^]|\\times|\\cdot|\\div)[ \t]*)$"
 )
 _COMPUTED = re.compile(r"(?:[-+*/^×·÷]|\\times|\\cdot|\\div)[^=]*=\s*[\s$]*$")
 
@@ -334,6 +335,10 @@ def _joins_alternatives(between: str) -> bool:
     )
 
 
+# "5 (2 + 3)": numerals inside a parenthesised computation are its working, not alternatives
+_WORKING = re.compile(r"\(\s*-?\d[\d.\s]*(?:(?:[-+*/×·^]|\\times|\\cdot)\s*-?\d[\d.\s]*)+\)")
+
+
 def _alternatives(text: str, around: list, mine, differ, hi: int) -> str | None:
     """Another value joined to the committed one as an alternative ("or", "and", ";", "although"), not explained
     by it ("since 3 x 4 = 12") or rejected ("5, not 6"); or a list inside the box itself."""
@@ -343,8 +348,13 @@ def _alternatives(text: str, around: list, mine, differ, hi: int) -> str | None:
         parts = [p for p in re.split(joiners, inner) if p.strip()]
         if len(parts) > 1 and any(differ(parts[0], p) for p in parts[1:]):
             return f"several values: the final answer lists {' | '.join(p.strip() for p in parts)}"
+    working = []
+    for match in _WORKING.finditer(text, mine[1], hi):  # a parenthesis after the answer
+        if differ(mine[2], match.group()[1:-1]):  # "5 (6 + 1)": the working computes another value
+            return f"several values: the final answer {mine[2].strip()} comes with {match.group()}"
+        working.append(match.span())
     for other in around[:WINDOW_TOKENS]:
-        if other is mine:
+        if other is mine or any(s <= other[0] and other[1] <= e for s, e in working):
             continue
         left, right = (other[1], mine[0]) if other[0] < mine[0] else (mine[1], other[0])
         restated = _near(other[2], mine[2]) or _near(mine[2], other[2])  # "1/3, approximately 0.333"
