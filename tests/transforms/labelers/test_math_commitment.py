@@ -82,7 +82,6 @@ def test_flaw_switches():
         ("Option A: 5\nOption B: 6", "several values"),  # lines of one shape
         ("The answer is 5. The answer is 6.", "two different final answers"),
         ("\\boxed{5}\n\nAlso valid: \\boxed{6}", "two different final answers"),
-        ("\\boxed{5} (2 + 3)", None),  # the working after the answer
         ("\\boxed{5} (6 + 1)", "several values"),  # working that computes another value
         ("\\boxed{5}\n\n* 8", "retraction"),  # a bullet, not a multiplication
         ("The answer is 5.\n\nTo summarize: start with 2, add 3.", None),  # operands
