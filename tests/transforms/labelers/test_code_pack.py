@@ -1,14 +1,11 @@
 """The code gold pack (transforms/evaluation/packs/code.jsonl) as the red-team table: every row gets its gold from
 code_tests, by packs/README.md's rule (evaluation/audit.py `agrees`)."""
 
-import json
-
 import pytest
 
-from rewardmill.pipelines.config import from_dict
 from rewardmill.transforms.evaluation.audit import agrees
 from rewardmill.transforms.evaluation.gold_packs import PACKS_DIR, load_pack
-from rewardmill.transforms.labelers.code_tests import CodeTestsConfig, CodeTestsVerifier
+from tests.transforms.labelers.pack_rows import pack_labels
 
 ROWS = load_pack(PACKS_DIR / "code.jsonl")
 ATTACKS = ("shadowing", "protocol_forgery", "exception")
@@ -17,18 +14,7 @@ ATTACKS = ("shadowing", "protocol_forgery", "exception")
 @pytest.fixture(scope="module")
 def labels():
     """Each row labeled with its own config, rows sharing a config together (`workers` sandboxes at a time)."""
-    by_config: dict[str, list] = {}
-    for row in ROWS:
-        by_config.setdefault(json.dumps(row.config, sort_keys=True), []).append(row)
-    out = {}
-    for config, rows in by_config.items():
-        verifier = CodeTestsVerifier(from_dict(CodeTestsConfig, json.loads(config), "code_tests"))
-        try:
-            columns = [tuple(r.row[c] for c in CodeTestsVerifier.reads) for r in rows]
-            out.update(zip([r.id for r in rows], verifier.label_many(columns), strict=True))
-        finally:
-            verifier.teardown()
-    return out
+    return pack_labels(ROWS)
 
 
 def test_the_pack_covers_the_attacks_and_controls():

@@ -2,10 +2,9 @@
 
 import pytest
 
-from rewardmill.pipelines.config import from_dict
 from rewardmill.transforms.evaluation.audit import agrees
 from rewardmill.transforms.evaluation.gold_packs import PACKS_DIR, load_pack
-from rewardmill.transforms.labelers import LABELERS
+from tests.transforms.labelers.pack_rows import pack_labels
 
 ROWS = load_pack(PACKS_DIR / "ifeval.jsonl")
 
@@ -16,9 +15,12 @@ def test_the_pack_covers_the_attacks_and_controls():
     assert {"honest", "hack", "wrong"} == {r.kind for r in ROWS}
 
 
+@pytest.fixture(scope="module")
+def labels():
+    return pack_labels(ROWS)
+
+
 @pytest.mark.parametrize("row", ROWS, ids=[r.id for r in ROWS])
-def test_every_row_gets_its_gold(row):
-    cls = LABELERS[row.labeler]
-    labeler = cls(from_dict(cls.Config, row.config, row.id))
-    label = labeler.label(*(row.row[c] for c in cls.reads))
+def test_every_row_gets_its_gold(row, labels):
+    label = labels[row.id]
     assert agrees(row, label), (row.note, label.verdict, label.score, label.rationale)
