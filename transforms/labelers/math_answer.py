@@ -220,6 +220,28 @@ def read_answer(
     return Reading(answer, mode, why)
 
 
+# A multiple-choice option letter, alone: "B", "(B)", "B." (math-verify reads no letter as an answer).
+_CHOICE = re.compile(r"[\s(]*([A-J])[\s).:]*")
+
+
+def choice(text: str) -> str | None:
+    """The option letter a text states as its final answer: the whole text, or its last "answer is" sentence when that
+    is one letter and ends the text, so no list, hedge or later change of mind passes."""
+    anchors = list(ANSWER_IS.finditer(text))
+    statement, after = (anchors[-1].group("answer"), text[anchors[-1].end() :]) if anchors else (text, "")
+    found = _CHOICE.fullmatch(statement)
+    return found.group(1) if found and not after.strip(" \n.!") else None  # nothing said after it
+
+
+def options(text: str) -> list[str]:
+    """The distinct option letters stated from the last "answer is" on (a letter before a lowercase word is an article
+    or a pronoun: "A good", "I think")."""
+    anchors = list(ANSWER_IS.finditer(text))
+    tail = text[anchors[-1].start() :] if anchors else text
+    found = re.finditer(r"(?<![A-Za-z\\])\(?([A-J])\)?(?![A-Za-z])", tail)
+    return sorted({m[1] for m in found if m[1] not in "AI" or not re.match(r"\s+[a-z]", tail[m.end() :])})
+
+
 def _false_equation(extracted: str, differ) -> bool:
     """ "6 = 5": sides that are all numerals (or arithmetic on them) and do not agree. "2 + 3 = 5" is working shown."""
     sides = [side.strip(" $") for side in extracted.split("=")]
@@ -269,6 +291,14 @@ def verify_answer(
         if reading.rejected:
             return reject(reading.rejected, extracted)
         if not answer:
+            chosen = choice(text)
+            if chosen and chosen == choice(reference):  # "The answer is (B)." for the option B
+                return Label(1.0, CONFIDENCE_CORRECT, "correct", f"option {chosen} equals {reference}", chosen)
+            if chosen and choice(reference):
+                return Label(0.0, CONFIDENCE_INCORRECT, "incorrect", f"option {chosen} != {reference}", chosen)
+            offered = options(text)
+            if choice(reference) and len(offered) > 1:  # "(B) or (C)", "B. Actually C."
+                return reject(f"several values: the final answer offers options {', '.join(offered)}")
             modes = "/".join(extraction)
             return Label(0.0, CONFIDENCE_INCORRECT, "incorrect", f"no final answer found ({modes})", raw=None)
         ok = verify(gold, answer, float_rounding=float_rounding, timeout_seconds=timeout_seconds, raise_on_error=True)

@@ -475,3 +475,19 @@ def test_an_integral_is_not_handed_to_math_verify(monkeypatch):
 )
 def test_what_a_reader_sees_is_what_is_read(completion, reference, verdict):
     assert verify_answer(completion, reference, 5).verdict == verdict
+
+
+@pytest.mark.parametrize(
+    ("completion", "verdict", "hedged"),
+    [
+        ("The answer is (B).", "correct", False),  # an option letter alone ends the answer
+        ("**B**", "correct", False),
+        ("The answer is (C).", "incorrect", False),  # another option
+        ("The answer is (B) or (C).", "incorrect", True),  # two options
+        ("The answer is B. Actually C.", "incorrect", True),  # a later change of mind
+        ("The answer is (B). Hope this helps!", "incorrect", False),  # not read: the letter does not end the text
+    ],
+)
+def test_an_option_letter_is_read_only_when_it_alone_ends_the_answer(completion, verdict, hedged):
+    label = verify_answer(completion, "B", 5)
+    assert label.verdict == verdict and label.rationale.startswith(HEDGED) is hedged, label
