@@ -32,6 +32,7 @@ _TENS = {"twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "sev
 _WORD_NUMBER = re.compile(rf"(?i)\b(?:{'|'.join(_WORDS[2:] + list(_TENS))})\b")
 # Numerals a reader reads as numbers too: CJK digits ("六") and Roman numerals of two letters or more ("VI"; a lone "I"
 # or "V" is as often a pronoun or a variable).
+_DOZEN = re.compile(r"(?i)\b(?:half\s+a|a|one)\s+dozen\b")  # "half a dozen" is 6
 _CJK = "零一二三四五六七八九十"
 _CJK_NUMBER = re.compile(f"[{_CJK}]")
 _ROMAN = re.compile(r"\b(?=[IVXLC]{2,}\b)C{0,3}(?:XC|XL|L?X{0,3})(?:IX|IV|V?I{0,3})\b")
@@ -190,13 +191,20 @@ def tokens(text: str, lo: int, hi: int, words: bool = False) -> list[tuple[int, 
     for m in MATH_SPAN.finditer(text, lo, hi):
         if not any(s < m.end() and m.start() < e for s, e, _ in found):
             found.append((m.start(), m.end(), m.group("m") or m.group("p")))
-    for pattern in (_LATEX_VALUE, _PERCENT, _TOKEN_NUMBER, *([_WORD_NUMBER, _CJK_NUMBER, _ROMAN] if words else [])):
+    for pattern in (
+        _LATEX_VALUE,
+        _PERCENT,
+        _TOKEN_NUMBER,
+        *([_DOZEN, _WORD_NUMBER, _CJK_NUMBER, _ROMAN] if words else []),
+    ):
         for m in pattern.finditer(text, lo, hi):
             inside_word = text[m.start() - 1 : m.start()].isalpha() and text[m.end() : m.end() + 1].isalpha()  # n0t
             if not inside_word and not any(s <= m.start() < e for s, e, _ in found):
                 value = m.group()
                 if pattern is _PERCENT:  # 25% is 1/4
                     value = f"{m.group('n')}/100"
+                elif pattern is _DOZEN:
+                    value = "6" if value.lower().startswith("half") else "12"
                 elif pattern is _CJK_NUMBER:
                     value = str(_CJK.index(value))
                 elif pattern is _ROMAN:
