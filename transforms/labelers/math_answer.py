@@ -9,6 +9,7 @@ import functools
 import numbers
 import re
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Literal
 
 from rewardmill.transforms.labelers.base import Label
@@ -193,6 +194,9 @@ def read_answer(
             return None
 
     def differ(a: str, b: str) -> bool:
+        plain = _plain(a), _plain(b)
+        if None not in plain:  # two numerals: compared exactly, without a parse per token
+            return plain[0] != plain[1]
         first, second = value(a), value(b)
         return bool(first and second) and not verify(first, second, timeout_seconds=timeout_seconds)
 
@@ -240,6 +244,14 @@ def options(text: str) -> list[str]:
     tail = text[anchors[-1].start() :] if anchors else text
     found = re.finditer(r"(?<![A-Za-z\\])\(?([A-J])\)?(?![A-Za-z])", tail)
     return sorted({m[1] for m in found if m[1] not in "AI" or not re.match(r"\s+[a-z]", tail[m.end() :])})
+
+
+def _plain(text: str) -> Decimal | None:
+    """A plain numeral ("5", "-3.50", "1,000", "$12$") as its exact value; None for anything else."""
+    bare = text.strip().strip("$").strip()
+    if re.fullmatch(r"-?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?", bare):
+        return Decimal(bare.replace(",", ""))
+    return None
 
 
 def _false_equation(extracted: str, differ) -> bool:
