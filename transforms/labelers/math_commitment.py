@@ -120,7 +120,8 @@ _APPROX = re.compile(r"(?i)(?:\bapprox\w*|\babout|\broughly|\baround|\\approx|�
 # "twice 3", "half of 12", "3 more than": a value the statement computes with, not another answer
 _OPERAND = re.compile(
     r"(?i)(?:\b(?:twice|thrice|times|half(?:\s+of)?|of|plus|minus|by|over|per|than|from|with|add|adding|subtract|"
-    r"subtracting|multiply|multiplying|divide|dividing|take|taking|remove|removing)\s*[\s$]*|[A-Za-z]\(|"
+    r"subtracting|multiply|multiplying|divide|dividing|take|taking|remove|removing|to\s+(?:get|obtain|reach))\s*[\s$]*|"
+    r"[A-Za-z]\(|"
     r"[\d)}][ \t]*(?:[-+*/×·÷^]|\\times|\\cdot|\\div)[ \t]*)$"
 )
 _COMPUTED = re.compile(r"(?:[-+*/^×·÷]|\\times|\\cdot|\\div)[^=]*=\s*[\s$]*$")
@@ -249,8 +250,9 @@ def _superseded(text: str, mine, differ, hedges: bool = True) -> str | None:
     stop = min(len(text), mine[1] + WINDOW)
     for tok in tokens(text, mine[1], stop, words=True)[:WINDOW_TOKENS]:
         told = text[slice(*_sentence_of(text, tok, floor=mine[1]))]
-        if _DISCOUNT.search(told) or CHECK.match(told):  # a named mistake; a check of the answer
+        if _DISCOUNT.search(told):  # a named mistake
             continue
+        checking = CHECK.match(told) and "=" in told  # "Check: 2(5) + 4 = 14": only a value stated as a result counts
         lo = max([mine[1]] + [m.end() for m in _LATER_CLAUSE.finditer(text, mine[1], tok[0])])
         hi = _LATER_CLAUSE.search(text, tok[1])
         before, after = text[lo : tok[0]], text[tok[1] : hi.start() if hi else stop]
@@ -272,7 +274,10 @@ def _superseded(text: str, mine, differ, hedges: bool = True) -> str | None:
         unit = re.fullmatch(r"\s*[A-Za-z]+(?:\s+[A-Za-z]+)?[\s.!?]*", after)
         boxed = text.startswith("\\boxed", tok[0]) or text.startswith("\\fbox", tok[0])
         short = len(re.findall(r"[^\W\d_]+", before)) <= 3
-        if (boxed or ends and short or _RESULT_CUE.search(before) and (ends or unit)) and differ(mine[2], tok[2]):
+        cue = _RESULT_CUE.search(before)
+        cue = cue and not (checking and cue.group().lstrip().startswith(":"))
+        stated = boxed or ends and short and not checking or cue and (ends or unit)
+        if stated and differ(mine[2], tok[2]):
             quote = text[max(mine[1], lo - 30) : tok[1] + 10].strip()
             return f"retraction: after the final answer {mine[2].strip()[:40]} the text states {tok[2]} ({quote!r})"
     return None
@@ -302,13 +307,18 @@ def _two_answers(text: str, site: Site, differ) -> str | None:
     earlier = sorted(e for e in earlier if e[1] <= site.outer_start and e[3] > site.outer_start - WINDOW)
     for start, end, outer_start, outer_end in reversed(earlier[-WINDOW_TOKENS:]):
         between = text[outer_end : site.outer_start]
-        if _CHANGE.search(between) or _RETRACT.search(between):
+        if _CHANGE.search(between) or _RETRACT.search(between) or _RECHECK.search(between):
             return None  # the earlier ones are taken back
-        if _DISCOUNT.search(text[slice(*_sentence_of(text, (outer_start, outer_end)))]):
+        told = text[slice(*_sentence_of(text, (outer_start, outer_end)))]
+        if _DISCOUNT.search(told) or _ATTRIBUTED.search(told):  # a named mistake; "I first thought the answer is 4"
             continue
         if differ(value, text[start:end]):
             return f"two different final answers: {text[start:end].strip()[:60]} then {value.strip()[:60]}"
     return None
+
+
+# Between two final answer statements, a recheck is why the later one differs ("..., but rechecking: ... So 5").
+_RECHECK = re.compile(r"(?i)\b(?:re-?|double-?)check\w*|\breconsider\w*")
 
 
 def _shape(line: str) -> str:

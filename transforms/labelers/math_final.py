@@ -150,7 +150,7 @@ def final_site(text: str) -> Site | None:
 
 
 # A check of the answer ("Check: 2(5) + 4 = 14") restates the question's equation; it is no result of its own.
-CHECK = re.compile(r"(?i)\W*(?:check|verif|sanity|indeed|as\s+a\s+check)")
+CHECK = re.compile(r"(?i)\W*(?:(?:double-?|re-?)?check|verif|sanity|indeed|as\s+a\s+check)")
 # A line that states a result: an equation, a copula, or an answer word ("x = 5", "There are 5 ways", "Total: 5").
 _STATES_RESULT = re.compile(
     r"(?i)=|\b(?:is|are|was|were|equals?|answer|result|gives?)\b|\btotal\s*[:=]|^\W*-?\d[\d.,/]*\W*$"
