@@ -15,6 +15,7 @@ single completions.
 """
 
 import argparse
+import hashlib
 import logging
 import sys
 from pathlib import Path
@@ -43,11 +44,24 @@ def needs_model(cls, config) -> bool:
     return issubclass(cls, MODEL_BASED)
 
 
+def sample_rows(rows: list[GoldRow], n: int) -> list[GoldRow]:
+    """`n` of `rows` chosen by the hash of their ids (the same rows whatever the packs' order), in their order."""
+    keep = set(sorted(range(len(rows)), key=lambda i: hashlib.sha256(rows[i].id.encode()).hexdigest())[:n])
+    return [row for i, row in enumerate(rows) if i in keep]
+
+
 def audit_labeler(
-    key: str, raw: Any, rows: list[GoldRow], judges: bool, confidence: float, cache_dir: str | None = None
+    key: str,
+    raw: Any,
+    rows: list[GoldRow],
+    judges: bool,
+    confidence: float,
+    cache_dir: str | None = None,
+    judge_rows: int | None = None,
 ) -> dict[str, Any]:
     """The audit of params entry `labelers.<key>` (`raw`): its metrics, or `skipped` saying why it was not measured.
-    `cache_dir`: the label stages' cache folder, whose call cache a judge's calls go through (reruns cost nothing)."""
+    `cache_dir`: the label stages' cache folder, whose call cache a judge's calls go through (reruns cost nothing);
+    `judge_rows`: at most this many rows for a model-based labeler (a hash-chosen sample; None = all)."""
     params = from_dict(LabelerParams, raw if raw is not None else {}, f"labelers.{key}")
     cls, config = resolve(key, params)
     model_based = needs_model(cls, config)
@@ -65,6 +79,9 @@ def audit_labeler(
     head |= {"tasks": None if tasks is None else list(tasks), "rows_from": how}
     if not chosen:
         return {**head, "rows": 0, "left_out": left_out, "skipped": "no gold rows for it or its tasks"}
+    if model_based and judge_rows is not None and len(chosen) > judge_rows:
+        left_out = {**left_out, "judge_rows": len(chosen) - judge_rows}
+        chosen = sample_rows(chosen, judge_rows)
     log.info("audit: %s (%s) on %d gold rows", key, params.labeler, len(chosen))
     try:
         result = measure(labeler, chosen, confidence)
@@ -82,6 +99,7 @@ def audit(
     judges: bool = True,
     confidence: float = 0.95,
     cache_dir: str | None = None,
+    judge_rows: int | None = None,
 ) -> dict[str, Any]:
     """{packs, pack_rows, confidence, labelers: {key: audit}} for the params `labelers` entries `keys` (default:
     all); judges' calls go through the call cache under `cache_dir` when given. An unknown key or a bad pack raises
@@ -93,7 +111,8 @@ def audit(
     if not rows:
         log.warning("audit: no gold pack rows in %s: nothing is measured", packs)
     results = {
-        key: audit_labeler(key, labelers[key], rows, judges, confidence, cache_dir) for key in keys or sorted(labelers)
+        key: audit_labeler(key, labelers[key], rows, judges, confidence, cache_dir, judge_rows)
+        for key in keys or sorted(labelers)
     }
     return {"packs": str(packs), "pack_rows": len(rows), "confidence": confidence, "labelers": results}
 
@@ -142,11 +161,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--output", type=Path, default=None, help="write the results as JSON here")
     parser.add_argument("--skip-judges", action="store_true", help="do not run model-based labelers")
     parser.add_argument("--confidence", type=float, default=0.95, help="interval confidence level")
+    parser.add_argument(
+        "--judge-rows", type=int, default=None, help="at most this many gold rows per judge (a fixed sample)"
+    )
     args = parser.parse_args(argv)
     setup_logging()
     try:
         labelers = read_params().get("labelers") or {}
-        report = audit(labelers, args.packs, args.labeler, not args.skip_judges, args.confidence)
+        report = audit(
+            labelers, args.packs, args.labeler, not args.skip_judges, args.confidence, judge_rows=args.judge_rows
+        )
     except (ConfigError, GoldPackError, UnknownLabeler) as exc:
         print(f"rewardmill audit: error: {exc}", file=sys.stderr)
         return 2

@@ -75,6 +75,8 @@ class ValidateConfig:
     min_labeler_precision: float | None = 0.9
     # Also audit model-based labelers (judges, reward models): a model call per gold row, minutes on a CPU
     audit_judges: bool = False
+    # At most this many gold rows per model-based labeler (a fixed sample, chosen by row id hash); null = all
+    audit_judge_rows: int | None = 48
     view: bool = True  # write reports/view.html, the offline page to look at the datasets (rewardmill view)
     view_max_rows: int = DEFAULT_MAX_ROWS  # rows per dataset on that page (the first in id order); the rest counted
 
@@ -86,6 +88,8 @@ class ValidateConfig:
             value = getattr(self, name)
             if value is not None and not 0 <= value <= 1:
                 raise ValueError(f"{name} must be in [0, 1], got {value}")
+        if self.audit_judge_rows is not None and self.audit_judge_rows < 1:
+            raise ValueError(f"audit_judge_rows must be >= 1 or null, got {self.audit_judge_rows}")
 
     def min_rows(self) -> dict[str, int]:
         """Schema id -> the fewest rows that pass. An empty PRM dataset passes: tiny or strict steps settings can
@@ -248,6 +252,7 @@ def labeler_audit(cfg: ValidateConfig, packs: str | None) -> dict[str, Any]:
             Path(packs) if packs else PACKS_DIR,
             judges=cfg.audit_judges,
             cache_dir=f"{cache_root(params)}/labels",  # the label stages' judge calls: a rerun costs nothing
+            judge_rows=cfg.audit_judge_rows,
         )
     except GoldPackError as exc:
         raise SystemExit(f"{STAGE}: {exc}") from exc

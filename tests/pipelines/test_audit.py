@@ -148,3 +148,14 @@ def test_model_based_labelers_are_judges_reward_models_and_tiers_holding_one():
     assert not needs_model(LABELERS["math_answer"], None)
     assert not needs_model(TieredVerifier, tiered("format", "math_answer"))
     assert needs_model(TieredVerifier, tiered("math_answer", "pointwise_judge"))
+
+
+def test_a_judge_is_measured_on_a_fixed_sample_of_at_most_judge_rows(tmp_path, yes_judge):
+    packs = write_packs(tmp_path / "packs")
+    full = audit(PARAMS["labelers"], packs)["labelers"]
+    sampled = audit(PARAMS["labelers"], packs, judge_rows=1)["labelers"]
+    assert sampled["appeal"]["rows"] == 1 < full["appeal"]["rows"]
+    assert sampled["appeal"]["left_out"]["judge_rows"] == full["appeal"]["rows"] - 1
+    assert sampled["math_answer"]["rows"] == full["math_answer"]["rows"]  # rule verifiers: every row
+    again = audit(PARAMS["labelers"], packs, judge_rows=1)["labelers"]
+    assert again["appeal"]["disagreements"] == sampled["appeal"]["disagreements"]  # the same sample each run
