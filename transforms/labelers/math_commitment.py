@@ -92,8 +92,8 @@ _TENTATIVE_AFTER = re.compile(
     r"I\s+think|I\s+guess|or\s+so)\b|is\s+(?:one|a)\s+possib|(?:is\s+)?(?:a\s+|my\s+)?(?:guess|estimate)\b)"
 )
 _ATTRIBUTED = re.compile(
-    r"(?i)\b(?:claims?|claimed|said|says|(?<!I )think|thinks|thought|believes?|wrote|writes|suppose|supposing|assume|"
-    r"assuming|were|according\s+to|mistake|naive|not\s+the\s+case)\b"
+    r"(?i)\b(?:claims?|claimed|said|says|(?<!I )(?<!we )think|thinks|thought|believes?|wrote|writes|suppose|supposing|"
+    r"assume|assuming|if\s+(?:the\s+answer|it|x)\s+(?:were|was)|according\s+to|mistake|naive|not\s+the\s+case)\b"
 )
 _CLAUSE = re.compile(r",(?!\d{3})|[.!?](?=\s|$)|\n|;|\(|\)")
 _SENTENCE = re.compile(r"[.!?](?=\s|$)|\n|;")
@@ -151,7 +151,7 @@ def flaw(
     if retracted:
         return retracted
     shown = text[lo:hi].strip()[:120]
-    clause = [m.end() for m in _CLAUSE.finditer(text, lo, site.anchor)]
+    clause = [m.end() for m in _CLAUSE.finditer(text, lo, mine[0])]  # the clause that states the value
     stop = _CLAUSE.search(text, mine[1])
     if _ATTRIBUTED.search(text[clause[-1] if clause else lo : stop.start() if stop else hi]):
         return f"attribution: the final answer is stated as someone else's or a supposition ({shown!r})"
