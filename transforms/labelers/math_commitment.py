@@ -6,8 +6,9 @@ values ("5 and 6", "5; 6; 7", "5 (or 6 if ...)", "5, although 6 is also plausibl
 final answers, or an empty \\boxed{}; when a later value is stated as the result ("\\boxed{5}. Erratum: 6", "I get
 7": the last committed value decides); when it is someone else's or a supposition ("He said the answer is 5",
 "Suppose the answer is 5"), or tentative ("probably 5", "\\approx 5", "5?"). Where the final answer is, and its
-tokens, come from math_final.py; values are compared by the caller's `differ(a_text, b_text)` (math-verify), so this
-module holds no math library.
+tokens, come from math_final.py; the operands an operation names ("add 6 and 4", "Add 4 to 4") are no alternatives to
+its result; values are compared by the caller's `differ(a_text, b_text)` (math-verify), so this module holds no math
+library.
 """
 
 import re
@@ -24,6 +25,7 @@ from rewardmill.transforms.labelers.math_final import (
     empty,
     sentence,
     tokens,
+    valueless,
 )
 
 _NEGATION = re.compile(
@@ -303,7 +305,11 @@ def _two_answers(text: str, site: Site, differ) -> str | None:
     # any earlier final answer statement (box or "answer is") that states another value, not taken back since, not
     # called a mistake: "The answer is 5. The answer is 6.", "\\boxed{5}\n\nAlso valid: \\boxed{6}"
     earlier = [(b[1], b[2], b[0], b[3]) for b in earlier_boxes]
-    earlier += [(a.start("answer"), a.end("answer"), a.start(), a.end()) for a in ANSWER_IS.finditer(text)]
+    earlier += [
+        (a.start("answer"), a.end("answer"), a.start(), a.end())
+        for a in ANSWER_IS.finditer(text)
+        if not valueless(a.group("answer"))  # "The answer is a math problem." states no answer
+    ]
     earlier = sorted(e for e in earlier if e[1] <= site.outer_start and e[3] > site.outer_start - WINDOW)
     for start, end, outer_start, outer_end in reversed(earlier[-WINDOW_TOKENS:]):
         between = text[outer_end : site.outer_start]
@@ -345,6 +351,27 @@ def _joins_alternatives(between: str) -> bool:
     )
 
 
+# "add 6 and 4", "Add 4 to 4", "adding 4 and 6", "the sum of 3 and 5": the two numerals an operation names are its
+# operands, not alternatives to its result (a value after the pair, "It becomes 8 or 4.", is still one)
+_OPERAND_PAIR = re.compile(
+    r"(?i)\b(?:add(?:ing|ed)?|sum(?:ming)?(?:\s+of)?|subtract(?:ing|ed)?|multiply(?:ing)?|multiplied|divid(?:e|ing|ed)|"
+    r"combin(?:e|ing|ed)|product\s+of|difference\s+(?:of|between))\s+\$?(?P<a>-?\d+(?:\.\d+)?)\$?\s+"
+    r"(?:and|to|from|by|with|into)\s+\$?(?P<b>-?\d+(?:\.\d+)?)\b(?!\s*(?:\.\d|/|,\s*\d))"
+)
+
+
+def _operands(text: str, lo: int, hi: int, mine) -> list[tuple[int, int]]:
+    """Spans of the operands of an operation named between lo and hi (_OPERAND_PAIR) that no strong alternative
+    joins to the committed value ("8, or add 4 and 5" offers 4 and 5)."""
+    found = []
+    for m in _OPERAND_PAIR.finditer(text, lo, hi):
+        between = text[m.end() : mine[0]] if m.end() <= mine[0] else text[mine[1] : m.start()]
+        if m.start() < mine[1] and mine[0] < m.end() or _STRONG_ALTERNATIVE.search(between):
+            continue
+        found += [m.span("a"), m.span("b")]
+    return found
+
+
 # "5 (2 + 3)": numerals inside a parenthesised computation are its working, not alternatives
 _WORKING = re.compile(r"\(\s*-?\d[\d.\s]*(?:(?:[-+*/×·^]|\\times|\\cdot)\s*-?\d[\d.\s]*)+\)")
 
@@ -363,6 +390,7 @@ def _alternatives(text: str, around: list, mine, differ, hi: int) -> str | None:
         if differ(mine[2], match.group()[1:-1]):  # "5 (6 + 1)": the working computes another value
             return f"several values: the final answer {mine[2].strip()} comes with {match.group()}"
         working.append(match.span())
+    working += _operands(text, max(0, around[0][0] - 40), around[-1][1], mine) if around else []  # "Add 4 and 4"
     for other in around[:WINDOW_TOKENS]:
         if other is mine or any(s <= other[0] and other[1] <= e for s, e in working):
             continue

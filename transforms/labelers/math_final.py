@@ -2,9 +2,11 @@
 
 The final answer is read the way a grader reads it: in the text after any leading reasoning block (reasoning.py),
 with look-alike characters folded (text_normalize.py) and tags dropped, the last answer statement (the last
-\\boxed{}, the last "answer is", or else the last line that holds math) decides. Whether that statement commits to
-one value is math_commitment.py's; `empty` and `unevaluated` say when its value is no result at all (an empty box, or
-the question's own arithmetic left undone: "77 - 45" is no result for "what is 77 - 45").
+\\boxed{}, the last "answer is", or else the last line that holds math) decides. An "answer is" that holds no value and
+no lack of one ("The answer is a math problem.") is no answer statement: the last later line that states a result is.
+Whether that statement commits to one value is math_commitment.py's; `empty` and `unevaluated` say when its value is
+no result at all (an empty box, or the question's own arithmetic left undone: "77 - 45" is no result for "what is
+77 - 45").
 """
 
 import html
@@ -120,7 +122,8 @@ _NOT_THE_ANSWER = re.compile(r"(?i)\b(?:wrong|incorrect|mistaken|false|bad|commo
 
 def final_site(text: str) -> Site | None:
     """The last answer statement: the last \\boxed{} or "answer is", whichever comes later (a box inside the "answer
-    is" sentence is the answer), else the last line that holds a number or LaTeX."""
+    is" sentence is the answer), else the last line that holds a number or LaTeX. A valueless "answer is" gives way to
+    the last later line that states a result."""
     candidates = []
     found = boxes(text)
     if found:
@@ -134,16 +137,44 @@ def final_site(text: str) -> Site | None:
         a = anchors[-1]
         candidates.append(Site("answer_is", a.start("answer"), a.end("answer"), a.start("answer"), a.end(), a.start()))
     if candidates:
-        return max(candidates, key=lambda s: (s.outer_start, s.where == "boxed"))
-    offset = 0
+        site = max(candidates, key=lambda s: (s.outer_start, s.where == "boxed"))
+        if site.where == "answer_is" and valueless(text[site.start : site.end]):
+            # "The answer is a math problem. 70 + 81 equals 151.": an "answer is" that holds no value is no answer
+            # statement; the last later statement that states a result is
+            stop = _SENTENCE_END.search(text, site.end)
+            later = _last_line(text, stop.end() if stop else len(text), stating_only=True)
+            if later:
+                return later
+        return site
+    return _last_line(text, 0)
+
+
+def valueless(answer: str) -> bool:
+    """An "answer is" that states no value and no lack of one ("a math problem", not "5", "none" or "unknown")."""
+    if re.search(r"\d|\\|\$", answer) or _WORD_NUMBER.search(answer) or _CJK_NUMBER.search(answer):
+        return False
+    return not _NO_VALUE.search(answer)
+
+
+# Words by which an "answer is" states a value or the lack of one: it stays the answer statement.
+_NO_VALUE = re.compile(
+    r"(?i)\b(?:no|not|none|nothing|never|undefined|unknown|unclear|uncertain|unsure|impossible|indeterminate|infinit\w*|"
+    r"empty|cannot|can't|depends?|either|or|maybe|perhaps|probably|guess|between|range|more|less|true|false|yes|"
+    r"zero|one|pi|dne|nan)\b|n't\b|[A-Za-z]\s*=|^\W*[A-Za-z]\W*$"
+)
+
+
+def _last_line(text: str, floor: int, stating_only: bool = False) -> Site | None:
+    """The last line (from `floor`) that states a result, else (unless `stating_only`) the last that holds math."""
+    offset = floor
     lines = []
-    for line in text.splitlines(keepends=True):
+    for line in text[floor:].splitlines(keepends=True):
         lines.append((offset, offset + len(line.rstrip("\r\n")), line))
         offset += len(line)
     with_math = [(start, end, line) for start, end, line in lines if re.search(r"\d|\\[A-Za-z]", line)]
     # trailing chatter ("Checked with 3 test cases", "— Page 6") states no result: the last line that does decides
     stating = [found for found in with_math if _STATES_RESULT.search(found[2]) and not CHECK.match(found[2])]
-    for start, end, line in (stating or with_math)[-1:]:
+    for start, end, line in (stating if stating_only else stating or with_math)[-1:]:
         lead = len(line) - len(line.lstrip())
         return Site("last_line", start + lead, end, start + lead, end, start + lead)
     return None

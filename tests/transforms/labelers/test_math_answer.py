@@ -491,3 +491,26 @@ def test_what_a_reader_sees_is_what_is_read(completion, reference, verdict):
 def test_an_option_letter_is_read_only_when_it_alone_ends_the_answer(completion, verdict, hedged):
     label = verify_answer(completion, "B", 5)
     assert label.verdict == verdict and label.rationale.startswith(HEDGED) is hedged, label
+
+
+@pytest.mark.parametrize(
+    ("completion", "reference", "verdict"),
+    [
+        # demo rollouts of the default model: honest answers the final-answer rules once rejected
+        ("The answer is a math problem. 70 + 81 equals 151.", "151", "correct"),  # a valueless "answer is"
+        (
+            "To add 6 and 4, we need to combine them in a way that yields 10. This can be achieved by adding 4 and 6. "
+            "Adding these numbers results in 10.",
+            "10",
+            "correct",  # 4 and 6 are operands
+        ),
+        ('"Add 4 and 4. Add 4 to 4 and it becomes 8."', "8", "correct"),
+        # and demo rollouts that stay incorrect
+        ("1\n\nSo, 9 + 1 is 10.", "10", "incorrect"),  # two final lines, two values: a list is no committed answer
+        ("77 - 45 = \\boxed{}", "32", "incorrect"),  # an empty box
+        ("To add 50 + 83, you should add 50 + 83 = 225, which is the result of 50 + 83.", "133", "incorrect"),
+    ],
+)
+def test_demo_rollouts(completion, reference, verdict):
+    label = MathAnswerVerifier().label(completion, reference)
+    assert label.verdict == verdict, label

@@ -92,3 +92,24 @@ def test_flaw_switches():
 def test_final_answer_positions(text, reason):
     found = flaw(text, final_site(text), differ)
     assert (found.split(":")[0] if found else None) == reason, found
+
+
+@pytest.mark.parametrize(
+    "text, reason, value",
+    [
+        # the numerals an operation names ("add 6 and 4", "Add 4 to 4") are its operands, not alternatives
+        ("To add 6 and 4, we get 10. This is adding 4 and 6. Adding these numbers results in 10.", None, "10"),
+        ('"Add 4 and 4. Add 4 to 4 and it becomes 8."', None, "8"),
+        # a value after the pair, or a pair joined by a strong alternative, is still offered
+        ("Add 4 and 4. It becomes 8 or 4.", "several values", "8"),
+        ("Adding these numbers results in 10, or maybe 4.", "several values", "10"),
+        ("Add 4 and 4. The answer is 8 or add 4 to 5.", "several values", "8"),
+        # an "answer is" that holds no value is no answer statement: the later statement of a result decides
+        ("The answer is a math problem. 70 + 81 equals 151.", None, "151"),
+        ("The answer is a math problem. 70 + 81 equals 151 or 150.", "several values", "151"),
+    ],
+)
+def test_operands_and_valueless_answer_statements(text, reason, value):
+    """Judged around the value the verifier scores (`value`: math-verify's reading of the statement)."""
+    found = flaw(text, final_site(text), differ, extracted=value)
+    assert (found.split(":")[0] if found else None) == reason, found

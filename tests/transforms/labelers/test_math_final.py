@@ -90,3 +90,21 @@ def test_a_long_statement_is_read_in_a_bounded_window():
     lo, hi = sentence(text_line, site)
     assert site_snippet(text, final_site(text)) == "answer is 5"
     assert site.outer_start - lo == WINDOW and hi - site.outer_end == WINDOW
+
+
+@pytest.mark.parametrize(
+    "text, where, value",
+    [
+        ("The answer is a math problem. 70 + 81 equals 151.", "last_line", "70 + 81 equals 151."),
+        ("The answer is below.\n\n70 + 81 = 151", "last_line", "70 + 81 = 151"),
+        # a value, or the lack of one, keeps the statement: "unknown", "x", a number word
+        ("The answer is unknown. 4 + 4 is 8.", "answer_is", "unknown"),
+        ("The answer is x. 8", "answer_is", "x"),
+        ("The answer is eight. 4 + 4 is 8.", "answer_is", "eight"),
+        # no later statement of a result: the valueless one stays (and finds no answer)
+        ("The answer is a number. 8 or 9.", "answer_is", "a number"),
+    ],
+)
+def test_an_answer_statement_without_a_value_gives_way(text, where, value):
+    site = final_site(text)
+    assert (site.where, text[site.start : site.end]) == (where, value)
