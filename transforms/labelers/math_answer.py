@@ -343,7 +343,7 @@ class MathAnswerVerifier:
     # last committed value decides (later results supersede, attributed/tentative answers, every final-answer position
     # compared), Markdown/entities/struck-out text read as a reader sees them, functions of numerals and calculus are
     # undone, a completion that times out math-verify is incorrect (not cached)
-    version = "5"
+    version = "6"
     reads = ("completion", "reference")
     tasks = ("math",)  # a code task's reference is a program, not an answer
     Config = MathAnswerConfig
