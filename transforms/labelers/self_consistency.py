@@ -143,7 +143,7 @@ class SelfConsistencyVerifier:
     # 2: only a final committed answer (math_answer.read_answer: after the reasoning block, no hedge, retraction,
     # negation or range) votes
     # 3: math_answer 5's reading (later results supersede, attributed/tentative answers, Markdown, undone functions)
-    version = "3"
+    version = "4"
     reads = ("completion", "reference")
     tasks = ("math",)
     Config = SelfConsistencyConfig
