@@ -4,37 +4,10 @@ The check follows imports of transforms.labelers and transforms.judges from ever
 from the inner labelers its config names (an appeal's rule, a tier); the registry (the package itself, which imports
 every labeler to look one up by name) is not followed: a stage runs only the labelers its params name."""
 
-import ast
-from pathlib import Path
-
 import yaml
 
+from rewardmill.transforms.labelers.code_digest import closure
 from tests.conftest import REPO
-
-FOLLOWED = ("rewardmill.transforms.labelers", "rewardmill.transforms.judges")
-
-
-def module_path(module: str) -> Path | None:
-    parts = module.removeprefix("rewardmill.").split(".")
-    for candidate in (REPO.joinpath(*parts).with_suffix(".py"), REPO.joinpath(*parts, "__init__.py")):
-        if candidate.is_file():
-            return candidate
-    return None
-
-
-def imported(path: Path) -> set[Path]:
-    """The followed modules `path` imports anywhere in its body (`from pkg import module` included)."""
-    found = set()
-    for node in ast.walk(ast.parse(path.read_text())):
-        names = []
-        if isinstance(node, ast.Import):
-            names = [alias.name for alias in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.module:
-            names = [node.module, *(f"{node.module}.{alias.name}" for alias in node.names)]
-        for name in names:
-            if name.startswith(FOLLOWED) and name not in FOLLOWED and (target := module_path(name)) is not None:
-                found.add(target)
-    return found
 
 
 def inner_labelers(config) -> set[str]:
@@ -45,16 +18,6 @@ def inner_labelers(config) -> set[str]:
     if isinstance(config, list):
         return set().union(*(inner_labelers(v) for v in config))
     return set()
-
-
-def closure(*start: Path) -> set[Path]:
-    seen, todo = set(), list(start)
-    while todo:
-        path = todo.pop()
-        if path not in seen:
-            seen.add(path)
-            todo += imported(path) - seen
-    return seen
 
 
 def test_every_label_stage_depends_on_the_labeler_code_it_runs():

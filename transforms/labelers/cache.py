@@ -21,19 +21,26 @@ from rewardmill.pipelines.config import canonical_json
 from rewardmill.transforms.io import storage, timings
 from rewardmill.transforms.io.segments import SegmentStore
 from rewardmill.transforms.labelers.base import Label, as_labels, label_values
+from rewardmill.transforms.labelers.code_digest import code_digest
 
 UNCACHED_VERDICTS = ("timeout", "error")
 
 
 def namespace(labeler_cls, config: Any) -> str:
-    """One folder per (labeler class, version, config, cache identity): a config or model change never reads
-    another's labels."""
+    """One folder per (labeler class, version, config, cache identity, code): a config, model or code change never
+    reads another's labels. The code is the digest of every file the labeler and its inner labelers run
+    (code_digest.py), so a fix to a verifier's helper relabels without a version bump."""
+    from rewardmill.transforms.labelers import get_labeler_class  # the registry imports every labeler: only here
+
+    identity = cache_identity(config)
+    inner = [get_labeler_class(key.rsplit("@", 1)[0]) for key in identity["labelers"]]
     ident = "\x00".join(
         (
             f"{labeler_cls.__module__}.{labeler_cls.__qualname__}",
             str(labeler_cls.version),
             canonical_json(config),
-            canonical_json(cache_identity(config)),
+            canonical_json(identity),
+            code_digest(labeler_cls, *inner),
         )
     )
     return f"{labeler_cls.name}-{hashlib.sha256(ident.encode()).hexdigest()[:16]}"

@@ -1,4 +1,5 @@
 import pickle
+from pathlib import Path
 
 from rewardmill.transforms.labelers.base import Label
 from rewardmill.transforms.labelers.cache import LabelCache, namespace, record_key
@@ -103,3 +104,20 @@ def test_namespace_follows_inner_labeler_versions(monkeypatch):
     monkeypatch.setattr(MathAnswerVerifier, "version", "99")  # the inner verifier changed what it returns
     after = (namespace(ReferenceJudge, appeal), namespace(TieredVerifier, tiers))
     assert before[0] != after[0] and before[1] != after[1]
+
+
+def test_a_change_to_any_file_a_labeler_runs_is_a_new_namespace(monkeypatch):
+    """A fix to a verifier's helper relabels without a version bump: the namespace keys on the code it runs."""
+    from rewardmill.transforms.labelers import code_digest
+    from rewardmill.transforms.labelers.reference_judge import AppealSpec, ReferenceJudge, ReferenceJudgeConfig
+
+    runs = code_digest.closure(code_digest.source_file(MathAnswerVerifier))
+    helper = code_digest.ROOT / "transforms/labelers/math_commitment.py"
+    assert helper in runs and code_digest.ROOT / "transforms/labelers/code_tests.py" not in runs
+    before = namespace(MathAnswerVerifier, MathAnswerConfig())
+    appeal = ReferenceJudgeConfig(appeal=AppealSpec("math_answer", {"timeout_seconds": 5}))
+    appeal_before = namespace(ReferenceJudge, appeal)
+    real = Path.read_bytes
+    monkeypatch.setattr(Path, "read_bytes", lambda p: real(p) + (b"# edited" if p == helper else b""))
+    assert namespace(MathAnswerVerifier, MathAnswerConfig()) != before
+    assert namespace(ReferenceJudge, appeal) != appeal_before  # the appeal re-runs math_answer: its code counts too

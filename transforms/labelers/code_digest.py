@@ -1,0 +1,74 @@
+"""Which source files a labeler runs, and one digest of them: the label cache keys on it, so a change to any of them
+(the labeler's own file, the helpers it imports, a judge's prompt) can never be answered by labels the old code made,
+whether or not someone remembered to bump the labeler's `version`. The same closure checks the label stage's DVC deps
+(tests/test_label_stage_deps.py).
+
+The closure follows imports (anywhere in a module's body, function bodies included) of the labelers' and judges'
+modules, starting from the file that defines the labeler class. The labelers package itself is not followed: it is the
+registry, which imports every labeler to look one up by name; inner labelers a config names (an appeal's rule, a tier)
+are added by the caller.
+"""
+
+import ast
+import hashlib
+import inspect
+from functools import cache
+from pathlib import Path
+
+FOLLOWED = ("rewardmill.transforms.labelers", "rewardmill.transforms.judges")
+ROOT = Path(__file__).resolve().parents[2]  # the folder the `rewardmill` package maps to
+
+
+def module_path(module: str) -> Path | None:
+    """The source file of a `rewardmill.` module, or None when it is no file of this package."""
+    parts = module.removeprefix("rewardmill.").split(".")
+    for candidate in (ROOT.joinpath(*parts).with_suffix(".py"), ROOT.joinpath(*parts, "__init__.py")):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+@cache
+def imported(path: Path) -> frozenset[Path]:
+    """The followed modules `path` imports anywhere in its body (`from pkg import module` included)."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        names = []
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names = [node.module, *(f"{node.module}.{alias.name}" for alias in node.names)]
+        for name in names:
+            if name.startswith(FOLLOWED) and name not in FOLLOWED and (target := module_path(name)) is not None:
+                found.add(target)
+    return frozenset(found)
+
+
+def closure(*start: Path) -> set[Path]:
+    """`start` and every followed module they import, transitively."""
+    seen, todo = set(), list(start)
+    while todo:
+        path = todo.pop()
+        if path not in seen:
+            seen.add(path)
+            todo += imported(path) - seen
+    return seen
+
+
+def source_file(cls: type) -> Path | None:
+    """The file that defines `cls` (None for a class with no source file)."""
+    try:
+        found = inspect.getsourcefile(cls)
+    except TypeError:
+        return None
+    return Path(found).resolve() if found else None
+
+
+def code_digest(*classes: type) -> str:
+    """sha256 over the relative names and bytes of every file the labeler classes run (see the module docstring)."""
+    files = closure(*(path for path in map(source_file, classes) if path is not None))
+    digest = hashlib.sha256()
+    for path in sorted(files):
+        name = path.relative_to(ROOT).as_posix() if path.is_relative_to(ROOT) else path.name
+        digest.update(name.encode() + b"\x00" + path.read_bytes() + b"\x00")
+    return digest.hexdigest()
