@@ -70,7 +70,7 @@ def _main(spec):
         send(_raised(exc))
         return
     names = {}
-    for name in spec["export"]:  # only what the tests declared: the tests' program binds nothing else
+    for name in spec["export"]:  # the declared defs and classes (code_harness.completion_plan): nothing else
         if name not in ns:
             continue
         try:

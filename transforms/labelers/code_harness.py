@@ -129,7 +129,8 @@ def tests_plan(spec: TestsSpec) -> dict:
     names taken from the completion: the entry point, and the names the tests use that are not builtins, modules,
     the prompt's, or bound by the tests themselves; `standalone[i]`, whether test i uses no name an earlier test
     binds (only then can a dry run of it alone show that it is broken by itself). A completion's `abs`, `math` or
-    `poly` is not declared, so it never reaches the tests."""
+    `poly` is not declared, so it never reaches the tests; completion_plan says which declared names the completion
+    may supply (only its defs and classes)."""
     tests = [_parse(code) for code in (spec.setup, *spec.asserts)]
     bound = set().union(*(_bound(tree) for tree in tests))
     prompt = _parse(spec.prompt)
@@ -148,6 +149,95 @@ def tests_plan(spec: TestsSpec) -> dict:
         standalone.append(not (_loaded(tree) & earlier))
         earlier |= _bound(tree)
     return {"modules": modules, "prompt": spec.prompt, "declared": declared, "standalone": standalone}
+
+
+def completion_plan(plan: dict, code: str, entry_point: str = "") -> dict:
+    """`plan` with where each declared name comes from, read with `ast` from the completion's code that runs (never
+    from its values): `export`, the names the completion's process sends: the entry point and the names its
+    module-level statements bind only by `def` or `class` (its functions and classes); `imported`, name -> [module,
+    attribute or null]: a name the completion binds only by an import that keeps the name (`from math import pi`,
+    `import numpy as np`, `import os.path`), which the tests' process imports itself (the real object, never the
+    completion's value). A declared name bound any other way (assignment, lambda, `global`, walrus, loop target, a
+    renaming `from m import x as y`, a star or relative import, two different imports, or an import and anything
+    but a `def`) reaches the tests
+    as nothing: a NameError there, so `pi = 3` or `Counter = lambda x: 0` cannot stand in for the tests' oracle. An
+    honest `pi = math.pi` fails the same way."""
+    kinds = _module_bindings(_parse(code))
+    export, imported = [], {}
+    for name in plan["declared"]:
+        found = kinds.get(name, [])
+        if name == entry_point or (found and all(kind == "def" for kind in found)):
+            export.append(name)
+        elif "other" not in found and len(imports := {kind for kind in found if type(kind) is tuple}) == 1:
+            imported[name] = list(imports.pop())  # also `try: from math import isqrt` / `except: def isqrt`
+    return {**plan, "export": export, "imported": imported}
+
+
+def _module_bindings(tree: ast.Module) -> dict[str, list]:
+    """name -> how the module's own statements bind it: "def" (def, class), (module, attribute or None) for an
+    import that keeps the name, "other" for anything else (assignment, `global` in a function, walrus, ...)."""
+    kinds: dict[str, list] = {}
+
+    def note(name, kind):
+        kinds.setdefault(name, []).append(kind)
+
+    def visit(stmts):
+        for node in stmts:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                note(node.name, "def")
+                for part in (*node.decorator_list, *getattr(node, "bases", ()), *getattr(node, "keywords", ())):
+                    other(part)
+                if not isinstance(node, ast.ClassDef):  # defaults run at module level (a walrus there binds)
+                    for default in (*node.args.defaults, *node.args.kw_defaults):
+                        if default is not None:
+                            other(default)
+                for inner in ast.walk(node):  # `global x` inside it binds x at module level
+                    if isinstance(inner, ast.Global):
+                        for name in inner.names:
+                            note(name, "other")
+            elif isinstance(node, ast.Import):
+                for alias in node.names:
+                    if alias.asname:
+                        note(alias.asname, (alias.name, None))
+                    else:
+                        note(alias.name.split(".")[0], (alias.name, "." if "." in alias.name else None))
+            elif isinstance(node, ast.ImportFrom):
+                for alias in node.names:
+                    if node.level == 0 and node.module and alias.name != "*" and alias.asname in (None, alias.name):
+                        note(alias.name, (node.module, alias.name))
+                    elif alias.name != "*":
+                        note(alias.asname or alias.name, "other")
+            elif isinstance(node, (ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try)) or (
+                type(node).__name__ == "TryStar"
+            ):
+                for field, value in ast.iter_fields(node):
+                    if field in ("body", "orelse", "finalbody"):
+                        visit(value)
+                    elif field == "handlers":
+                        for handler in value:
+                            if handler.name:
+                                note(handler.name, "other")
+                            if handler.type is not None:
+                                other(handler.type)
+                            visit(handler.body)
+                    elif isinstance(value, ast.AST):
+                        other(value)
+                    elif isinstance(value, list):
+                        for item in value:
+                            other(item)
+            else:
+                other(node)
+
+    def other(node):
+        for name in _bound(node):
+            note(name, "other")
+        for inner in ast.walk(node):
+            if isinstance(inner, ast.Global):
+                for name in inner.names:
+                    note(name, "other")
+
+    visit(tree.body)
+    return kinds
 
 
 def _parse(code: str) -> ast.Module:

@@ -11,10 +11,14 @@ them (builtins, the harness, the report), and it never sees the expected values.
 - The completion's program runs its code, sends the values of the names the tests declared, then serves calls:
   `call`, `getattr` and `list` on its objects. Every value it sends back is encoded (code_codec.py) as plain
   builtins of exactly the builtin types (None, bool, int, float, complex, str, bytes, list, tuple, dict, set,
-  frozenset, recursively); anything else, a subclass of a builtin included, stays in the completion's process and
-  is sent as an opaque handle. It reports no status: what it writes reaches the tests wrapped as its own message.
+  frozenset, recursively; a subclass of one as its base value, a Counter as a dict, a namedtuple as a tuple; a
+  Fraction or Decimal rebuilt as a real one by the receiver); anything else (a user's class) stays in the
+  completion's process and is sent as an opaque handle. It sends only its defs and classes the tests declared
+  (code_harness.completion_plan): a declared name it imports is imported by the tests' program itself. It reports
+  no status: what it writes reaches the tests wrapped as its own message.
 - The tests' program builds the tests' namespace itself: pristine builtins, the real modules the tests name, the
-  prompt's own helpers (from the prompt's text), then only the declared names from the completion, each a plain
+  prompt's own helpers (from the prompt's text), the declared names the completion imports (imported here, the
+  real objects), then only the declared names the completion defines by def or class, each a plain
   value or a `_Handle` that forwards calls (and attribute reads, and iteration) to the completion's process. A
   handle cannot be compared, hashed or used as a truth value. So `assert f(x) == y` compares two plain values in
   the tests' process with the real `==`, `abs`, `sorted` and `math`.
@@ -70,6 +74,7 @@ def tests_script(
     startup_seconds: float,
 ) -> str:
     """The tests' program: setup code, one source per test, the namespace plan (code_harness.tests_plan: declared,
-    modules, prompt, standalone), the per-test limit and the completion's start-up allowance."""
+    modules, prompt, standalone; code_harness.completion_plan: export, imported), the per-test limit and the
+    completion's start-up allowance."""
     payload = {"setup": setup, "tests": tests, **plan, "timeout": timeout_seconds, "startup": startup_seconds}
     return _bundle("code_tests_side.py", payload)

@@ -9,6 +9,7 @@ from rewardmill.transforms.labelers.base import Label
 from rewardmill.transforms.labelers.code_extract import extract
 from rewardmill.transforms.labelers.code_harness import (
     TestsSpec,
+    completion_plan,
     humaneval_program,
     parse_tests,
     same_output,
@@ -82,8 +83,11 @@ class CodeTestsVerifier:
     # label's bytes must not depend on the machine's speed); 4: the tests see only declared names, the relay wraps
     # the completion's lines, timeouts and crashes are incorrect/0, the code run is chosen by the names tested; 5: only
     # the answer after a leading reasoning block runs (unclosed: incorrect/0), any fence info string (py3) opens a
-    # block and an indented fence dedents it, exit()/quit() exist, a HumanEval body at column 0 is indented
-    version = "5"
+    # block and an indented fence dedents it, exit()/quit() exist, a HumanEval body at column 0 is indented; 6: only
+    # the completion's defs and classes reach the tests (a name it imports the tests import themselves, any other
+    # binding is a NameError), a builtin subclass (Counter, namedtuple) crosses as its base value, a Fraction or
+    # Decimal as a real one
+    version = "6"
     reads = ("completion", "tests")
     tasks = ("code",)
     Config = CodeTestsConfig
@@ -182,7 +186,8 @@ class CodeTestsVerifier:
         wall = timeout * (2 * spec.n_tests + 2) + 2 * STARTUP_SECONDS
         report_bytes = 1024 * (spec.n_tests + 3)  # room for every report line, however long the test list
         limits = self._limits(wall, report_bytes)
-        candidate = candidate_script(code, plan["declared"])
+        plan = completion_plan(plan, code, spec.entry_point)
+        candidate = candidate_script(code, plan["export"])
         tests = tests_script(spec.setup, list(spec.asserts), plan, timeout, STARTUP_SECONDS)
         with self._lock:
             if self._slots is None:

@@ -2,10 +2,11 @@
 
 The namespace is built here, on the trusted side, in this order: a snapshot of the real builtins (taken before any
 message from the completion is read), the real stdlib modules the tests use by name, the prompt's own code (its
-helpers, executed from the prompt's text), and last the declared names (the entry point, the names the tests call)
-as the completion defined them: a plain value as itself, anything else as a `_Handle` forwarding calls to the
-completion's process. No other name of the completion's ever gets here, so its `abs`, `math` or `poly` cannot
-stand in for the real ones.
+helpers, executed from the prompt's text), and last the declared names (the entry point, the names the tests call):
+one the completion binds by an import is imported here (the real object: code_harness.completion_plan), one it
+defines by def or class (`export`) as the completion defined it: a plain value as itself, anything else as a
+`_Handle` forwarding calls to the completion's process; one it binds any other way is left unbound. No other name
+of the completion's ever gets here, so its `abs`, `math` or `poly` cannot stand in for the real ones.
 
 Lines in (from the relay, code_session.py): `c <line>` is a line the completion's process wrote (only ever read
 as its values or exceptions), `r <json>` is the relay's own notice ({"dead": why, "timeout": bool}). Lines out:
@@ -221,17 +222,42 @@ def _load(limit):
     return "pass", "", values
 
 
-def _namespace(spec, values):
-    """builtins (pristine), then real modules, then the prompt's own code, then the declared names."""
+def _imported(module, attribute):
+    """What `import module` (attribute None), `import a.b` (attribute ".": a) or `from module import attribute`
+    binds, imported here: the real object, never the completion's."""
+    value = importlib.import_module(module)
+    if attribute == ".":
+        return importlib.import_module(module.split(".")[0])
+    if attribute is None:
+        return value
+    try:
+        return getattr(value, attribute)
+    except AttributeError:
+        return importlib.import_module(f"{module}.{attribute}")  # a submodule, as `from` finds it
+
+
+def _namespace(spec, values, probe=False):
+    """builtins (pristine), then real modules, then the prompt's own code, then the declared names: the ones the
+    completion imports are imported here (code_harness.completion_plan), only its defs and classes come from it."""
     ns = {"__name__": "__tests__", "__builtins__": dict(_BUILTINS)}
     for module in spec["modules"]:
         ns[module] = importlib.import_module(module)
     if spec["prompt"]:
         exec(compile(spec["prompt"], "<prompt>", "exec"), ns)
+    imported = spec.get("imported") or {}
+    export = spec.get("export", spec["declared"])
     for name in spec["declared"]:
-        if name in values:
+        if probe:
             ns[name] = values[name]
-        else:  # the completion does not define it (a prompt's stub of the entry point must not stand in)
+        elif name in imported:
+            ns.pop(name, None)
+            try:
+                ns[name] = _imported(*imported[name])
+            except (Exception, SystemExit):  # not importable here: a test that uses it fails with a NameError
+                pass
+        elif name in export and name in values:
+            ns[name] = values[name]
+        else:  # the completion does not define it by def/class (a prompt's stub of the entry point must not stand in)
             ns.pop(name, None)
     return ns
 
@@ -261,7 +287,7 @@ def _tests_fault(spec, codes, limit):
     touching any of them, which no completion could have caused."""
     signal.setitimer(signal.ITIMER_REAL, limit)
     try:
-        ns = _namespace(spec, dict.fromkeys(spec["declared"], _Probe()))
+        ns = _namespace(spec, dict.fromkeys(spec["declared"], _Probe()), probe=True)
         for code in codes:
             exec(code, ns)
         return False

@@ -38,20 +38,46 @@ def test_nan_round_trips(codec):
     assert math.isnan(codec["_dec"](codec["_enc"](float("nan"), None), None))
 
 
-def test_subclasses_and_objects_become_handles(codec):
-    class Int(int):
-        pass
+def test_builtin_subclasses_cross_as_their_base_value_and_objects_become_handles(codec):
+    import collections
+    import enum
+    import fractions
+    from decimal import Decimal
 
+    class Int(int):
+        def __eq__(self, other):  # its own methods are never used: the base type's read the value
+            return True
+
+    class Color(enum.IntEnum):
+        RED = 2
+
+    point = collections.namedtuple("Point", "x y")
     seen = []
 
     def handle(v):
         seen.append(v)
         return {"$h": len(seen)}
 
-    encoded = codec["_enc"]([Int(3), object(), {"k": Int(1)}], handle)
-    assert encoded == [{"$h": 1}, {"$h": 2}, {"$d": [["k", {"$h": 3}]]}]
+    values = [
+        Int(3),
+        object(),
+        {"k": Int(1)},
+        collections.Counter("aab"),
+        collections.defaultdict(list, {1: [2]}),
+        collections.OrderedDict(a=1),
+        point(0, 1),
+        Color.RED,
+        fractions.Fraction(3, 2),
+        Decimal("1.10"),
+    ]
+    encoded = codec["_enc"](values, handle)
+    assert encoded[:3] == [3, {"$h": 1}, {"$d": [["k", 1]]}]
     decoded = codec["_dec"](encoded, Handle)
-    assert [type(x) for x in decoded[:2]] == [Handle, Handle] and decoded[0].key == 1
+    assert type(decoded[1]) is Handle and decoded[1].key == 1
+    assert decoded[3:8] == [{"a": 2, "b": 1}, {1: [2]}, {"a": 1}, (0, 1), 2]
+    assert [type(x) for x in decoded[3:8]] == [dict, dict, dict, tuple, int]
+    assert decoded[8] == fractions.Fraction(3, 2) and type(decoded[8]).__name__ == "Fraction"
+    assert str(decoded[9]) == "1.10" and type(decoded[9]).__name__ == "Decimal"
 
 
 @pytest.mark.parametrize(

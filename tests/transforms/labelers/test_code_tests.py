@@ -8,7 +8,7 @@ import pytest
 
 from rewardmill.pipelines.config import ConfigError, from_dict
 from rewardmill.transforms.labelers import sandbox as sandbox_mod
-from rewardmill.transforms.labelers.code_harness import parse_tests, same_output
+from rewardmill.transforms.labelers.code_harness import completion_plan, parse_tests, same_output
 from rewardmill.transforms.labelers.code_harness import tests_plan as plan_of  # pytest would collect tests_*
 from rewardmill.transforms.labelers.code_tests import CodeTestsConfig, CodeTestsVerifier
 from rewardmill.transforms.labelers.sandbox import SandboxUnavailable
@@ -317,12 +317,33 @@ def test_tests_plan_for_humaneval_declares_the_entry_point_and_keeps_the_prompt(
 
 
 @pytest.mark.parametrize(
+    "code, export, imported",
+    [
+        # defs and classes come from the completion; what it imports, the tests import themselves
+        ("from math import pi\nimport numpy as np\ndef f(): pass\nclass K: pass", ["f", "K"],
+         {"pi": ["math", "pi"], "np": ["numpy", None]}),
+        # any other binding reaches the tests as nothing (a NameError there)
+        ("pi = 3\nCounter = lambda x: 0\ndef f():\n    global K\n    K = 1\n[np := 1]", ["f"], {}),
+        # an import the completion rebinds is still the real import; a renaming import is nothing
+        ("from math import pi\npi = 3\nfrom builtins import max as np\ndef f(): pass", ["f"], {}),
+        # a fallback def for an import: the real import
+        ("try:\n    from math import pi\nexcept ImportError:\n    def pi(): pass\ndef f(): pass", ["f"],
+         {"pi": ["math", "pi"]}),
+        ("import os.path as np\nimport os.path\ndef f(): pass", ["f"], {"np": ["os.path", None]}),
+    ],
+)  # fmt: skip
+def test_completion_plan_takes_only_defs_from_the_completion(code, export, imported):
+    plan = completion_plan({"declared": ["f", "K", "pi", "np", "Counter"]}, code)
+    assert (plan["export"], plan["imported"]) == (export, imported)
+
+
+@pytest.mark.parametrize(
     "completion, tests, verdict, score, rationale_has",
     [
         # the test raises before it uses the completion: its own fault, whatever the completion
         ("def f(x):\n    return x", ["assert int('x') == f(1)"], "error", None, "before using the completion"),
-        # the completion binds the tested name to a value the test cannot call: the completion's fault
-        ("f = 5", ["assert f(1) == 1"], "incorrect", 0.0, "TypeError"),
+        # the completion binds the tested name by assignment, not def: it never reaches the tests, its fault
+        ("f = 5", ["assert f(1) == 1"], "incorrect", 0.0, "NameError"),
         # a test that reads an earlier test's result is never blamed on the tests
         ("def f(x):\n    return None", ["x = f(1)", "assert x + 1 == 2"], "incorrect", 0.5, "TypeError"),
     ],
