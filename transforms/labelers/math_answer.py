@@ -342,8 +342,11 @@ class MathAnswerVerifier:
     # negations, ranges, lists, look-alike letters, empty boxes and unevaluated arithmetic; numeric references. 5: the
     # last committed value decides (later results supersede, attributed/tentative answers, every final-answer position
     # compared), Markdown/entities/struck-out text read as a reader sees them, functions of numerals and calculus are
-    # undone, a completion that times out math-verify is incorrect (not cached)
-    version = "6"
+    # undone, a completion that times out math-verify is incorrect (not cached). 6: valueless 'answer is', operands. 7:
+    # the whole value phrase is read ("minus 5", "5 thousand", "five", "101_2", "0.\overline{3}") and a word or sign
+    # that changes the value ("5 over 2", "5 squared", "\boxed{5}0") makes it no result; asides (comments,
+    # footnotes, parentheticals) are no answer statements; a struck-through digit is withdrawn
+    version = "7"
     reads = ("completion", "reference")
     tasks = ("math",)  # a code task's reference is a program, not an answer
     Config = MathAnswerConfig

@@ -180,7 +180,46 @@ def flaw(
         several = _alternatives(text, wide, mine, differ, hi) or _two_answers(text, site, differ)
         if several:
             return several
+    # "5 \times 10^3" is read whole; a plain number read from a longer phrase ("5 over 2") is not the phrase's value
+    plain = extracted is not None and (re.fullmatch(r"[-\d.,/\s]*", extracted) or site.where == "boxed")
+    modified = _modified(text, clause[-1] if clause else lo, mine, hi) if plain and single_valued else None
+    if modified:
+        return f"not a result: {modified!r} next to the final answer changes its value ({shown!r})"
     return _superseded(text, mine, differ, hedges)
+
+
+# What may not stand next to the value a statement commits to: words and signs that change it ("5 over 2", "5 and a
+# half", "5 squared", "5!.", "5i", "5π", "5^{-1}", "x + 5", "the square root of 5", "log 5"). Scale and sign words are
+# read with the value before this (math_final.value_phrases: "5 thousand" is 5000, "minus 5" is -5), so one left here
+# was not a plain value. Anything else may follow it: punctuation, units and the things counted ("5 apples", "5 cm").
+_MODIFIES_AFTER = re.compile(
+    r"(?i)(?:[0-9^_]|!(?=[^\s.!?,;:)]|[.!?,;:])|(?:i|j|e|n|x|y|z|pi)\b|π|\\(?:pi|i|times|cdot|div|frac)\b|"
+    r"[ \t]*(?:[+*×÷·^]|/(?!/)|-[ \t]*[\d$\\(]|\\(?:times|cdot|div|pi)\b|π|"
+    r"\b(?:over|point|squared|cubed|factorial|divided|times|plus|minus|and\s+(?:a\s+|one\s+)?(?:half|third|quarter|"
+    r"fifth|[a-z]+ths?)|fewer|more|less|greater|smaller|hundred|thousand|million|billion|trillion|dozen|"
+    r"to\s+the|raised|th|halves|thirds|quarters|root|percent(?:age)?\s+of|i|pi)\b))"
+)
+_MODIFIES_BEFORE = re.compile(
+    r"(?i)(?:[+*/×÷·^]|\\(?:sqrt|log|ln|exp|sin|cos|tan|times|cdot|div)|"
+    r"\b(?:negative|minus|plus|times|over|point|by|than|root\s+of|root|sqrt|log\w*(?:\s+of)?|ln|sin|cos|tan|exp|"
+    r"(?:reciprocal|inverse|half|square|cube|factorial|power)\s+of|twice|double|triple|thrice))[\s$]*$"
+)
+
+
+def _modified(text: str, lead: int, mine, hi: int) -> str | None:
+    """A word or sign next to the committed value (after the statement's lead, or up to its sentence's end) that
+    changes it: the value is no plain result."""
+    line_end = text.find("\n", mine[1], hi)
+    after = _MODIFIES_AFTER.match(text, mine[1], line_end if line_end >= 0 else hi)
+    if after:
+        return after.group().strip() or text[mine[1] : mine[1] + 1]
+    before = _MODIFIES_BEFORE.search(text, lead, mine[0])
+    if before:
+        return before.group().strip()
+    inner = text[mine[0] : mine[1]]
+    if inner.startswith("\\") and re.search(r"\d\s*_", inner):  # "\\boxed{5_{x}}": a subscript is no plain value
+        return "_"
+    return None
 
 
 def _retraction(text: str, site: Site, hi: int, mine, differ) -> str | None:

@@ -12,9 +12,21 @@ no result at all (an empty box, or the question's own arithmetic left undone: "7
 import html
 import re
 from dataclasses import dataclass
+from decimal import Decimal
+from fractions import Fraction
 
 from rewardmill.transforms.labelers.reasoning import split_reasoning
 from rewardmill.transforms.labelers.text_normalize import ascii_digits, fold_lookalikes
+
+# Combining overlays that strike a character through (a long or short stroke or solidus): "5\u0338" renders as a
+# struck-out 5.
+STRIKE_OVERLAYS = "\u0334\u0335\u0336\u0337\u0338\u20d2\u20e5"
+
+
+def fraction_slash(text: str) -> str:
+    """`text` with the FRACTION SLASH (U+2044, what NFKC makes of "⅓": "1⁄3") and the DIVISION SLASH written as "/"."""
+    return text.replace("\u2044", "/").replace("\u2215", "/")
+
 
 # "The answer is 12.", "Final answer: $\frac{1}{2}$", "answer = 7": the answer runs to the end of its sentence
 # (a full stop before a space or the end; "3.5" keeps its decimal point) or line.
@@ -52,6 +64,7 @@ _SENTENCE_END = re.compile(r"[.!?](?=\s|$)|\n")
 # Arithmetic on plain numerals ("77 - 45", "2^{10}", "3 \times 4", "5!") once LaTeX spacing is gone; a single
 # number or fraction of two integers ("\frac{10}{2}", "-1/3") is a literal value, not a computation left undone.
 _ARITH = re.compile(r"[\d.()\[\]{}+\-*/^!]+")
+_SCIENTIFIC = re.compile(r"[+-]?\d+(?:\.\d+)?\*10\^\{?[+-]?\d+\}?")  # "5 \times 10^3": a value in scientific notation
 _LITERAL = re.compile(r"[+-]?\(?(?:\d+(?:\.\d+)?|\d+\)?/\(?\d+)\)?")
 
 
@@ -101,7 +114,101 @@ def plain_text(text: str) -> str:
 def committed_text(completion: str) -> str:
     """The part of `completion` a verifier reads (after a leading reasoning block), look-alikes folded, digits of any
     script written as ASCII, entities, tags, struck-out text and Markdown emphasis gone (plain_text)."""
-    return plain_text(ascii_digits(fold_lookalikes(split_reasoning(completion).answer)))
+    answer = _OVERLAID.sub(STRUCK, split_reasoning(completion).answer)  # "5\u0338": a struck-out 5
+    return value_phrases(asides(plain_text(fraction_slash(ascii_digits(fold_lookalikes(answer))))))
+
+
+_OVERLAID = re.compile(f"\\S[{STRIKE_OVERLAYS}]+")
+# Asides are no answer statements: a code comment ("x = 6  # the answer is 5", "// ...", "  % ..."), an HTML comment,
+# a Markdown footnote ("^[...]") and a parenthetical ("6 (the answer is 5)"). Their answer words are masked, so none
+# is the final statement; their values stay, so one that disagrees is still a second value.
+_ASIDE = re.compile(
+    r"<!--[\s\S]*?(?:-->|\Z)|\^\[[^\]]*\]?|\([^()]*\)|(?m:(?<=\S)[ \t]+(?:#|//)[ \t].*$|(?:[ \t]{2,}|^)%.*$)"
+)
+_ANSWER_WORD = re.compile(r"(?i)\b(?:final\s+)?answer\b|\\(?:boxed|fbox)\b")
+
+
+def asides(text: str) -> str:
+    """`text` with the answer words in its asides (comments, footnotes, parentheticals) masked as "aside"."""
+
+    def mask(m: re.Match) -> str:
+        words = _ANSWER_WORD if not m.group().startswith("(") else _ANSWER_ONLY  # "($\\boxed{5}$)" stays a box
+        return words.sub("aside", m.group())
+
+    return _ASIDE.sub(mask, text)
+
+
+_ANSWER_ONLY = re.compile(r"(?i)\b(?:final\s+)?answer\b")
+
+
+_NUMBER_WORDS = {w: i for i, w in enumerate(_WORDS)} | _TENS
+_NUMBER_WORD = rf"(?:{'|'.join(_TENS)})(?:[- ](?:{'|'.join(_WORDS[1:10])}))?|{'|'.join(_WORDS)}"
+_SCALES = {"thousand": 10**3, "million": 10**6, "billion": 10**9, "trillion": 10**12, "k": 10**3, "M": 10**6}
+# A value written in words where a statement states it: after "answer is", "is", "=", ":" or in a \text{} ("five").
+_LEAD = r"(?:\banswer\s*(?:is\b|[:=])|\b(?:is|equals|are|was|be)\b|[=:]|\\boxed\{|\\text\{)\s*"
+_WORDED = re.compile(
+    rf"(?im)(?P<lead>{_LEAD})(?P<sign>(?:negative|minus)\s+)?(?P<n>{_NUMBER_WORD})\b"
+    rf"(?![- ]?(?:{'|'.join(_WORDS[1:10])})\b)(?=\s*(?:[.,;!?}}]|$))"
+)
+_SIGNED = re.compile(rf"(?i)(?P<lead>{_LEAD})(?:negative|minus)\s+(?=\$?\d)(?P<dollar>\$?)")
+_SCALED = re.compile(r"(?<![\w.,])(?P<n>\d+(?:\.\d+)?)(?:\s+(?P<w>thousand|million|billion|trillion)\b|(?P<s>k|M)\b)")
+# "101_2", "12_{3}", "5_{10}": a numeral with its base (2 to 16) as a subscript is read in that base.
+_BASED = re.compile(r"(?<![\w\\_^])(?P<n>[0-9A-Fa-f]+)_\{?(?P<b>\d+)\}?(?![\w{])")
+
+
+def _word_value(words: str) -> int:
+    parts = re.split(r"[- ]", words.lower())
+    return sum(_NUMBER_WORDS[p] for p in parts)
+
+
+def _based(m: re.Match) -> str:
+    base = int(m["b"])
+    try:
+        return str(int(m["n"], base)) if 2 <= base <= 16 else m.group()
+    except ValueError:
+        return m.group()
+
+
+def value_phrases(text: str) -> str:
+    """`text` with value phrases written as the value they name: "negative five" is -5, "minus 5" after a statement's
+    lead is -5, "5 thousand" and "5k" are 5000, "101_2" is 5, "\\text{five}" is 5. Anything else next to a value that
+    changes it ("5 over 2", "5 squared") is left as written, for math_commitment to reject."""
+
+    def worded(m: re.Match) -> str:
+        sign = "-" if m["sign"] else ""
+        return f"{m['lead']}{sign}{_word_value(m['n'])}"
+
+    text = _WORDED.sub(worded, text)
+    text = _SIGNED.sub(lambda m: f"{m['lead']}{m['dollar']}-", text)
+
+    def scaled(m: re.Match) -> str:
+        value = Decimal(m["n"]) * _SCALES[m["w"].lower() if m["w"] else m["s"]]
+        return format(value.normalize(), "f")
+
+    text = _SCALED.sub(scaled, text)
+
+    def scientific(m: re.Match) -> str:  # "5 × 10^3" in prose is $5 \times 10^{3}$, as a grader reads it
+        value = f"{m['n']} \\times 10^{{{m['e']}}}"
+        return value if text.count("$", 0, m.start()) % 2 else f"${value}$"
+
+    text = _SCIENTIFIC_PROSE.sub(scientific, text)
+    text = _REPEATING.sub(_repeating, text)  # "0.\\overline{3}" is 1/3
+    return _BASED.sub(_based, text)
+
+
+_REPEATING = re.compile(r"(?<![\d.])(?P<i>\d*)\.(?P<f>\d*)\\overline\{(?P<r>\d{1,12})\}")
+
+
+def _repeating(m: re.Match) -> str:
+    shift = 10 ** len(m["f"])
+    value = Fraction(int(m["i"] or 0)) + Fraction(int(m["f"] or 0), shift)
+    value += Fraction(int(m["r"]), (10 ** len(m["r"]) - 1) * shift)
+    return f"\\frac{{{value.numerator}}}{{{value.denominator}}}" if value.denominator > 1 else str(value.numerator)
+
+
+_SCIENTIFIC_PROSE = re.compile(
+    r"(?<![\w.^\\])(?P<n>-?\d+(?:\.\d+)?)\s*(?:×|\\times|\*|·|\\cdot)\s*10\^\{?(?P<e>[+-]?\d+)\}?(?![\w.]\d)"
+)
 
 
 def boxes(text: str) -> list[tuple[int, int, int, int]]:
@@ -121,6 +228,11 @@ _NOT_THE_ANSWER = re.compile(r"(?i)\b(?:wrong|incorrect|mistaken|false|bad|commo
 
 
 def final_site(text: str) -> Site | None:
+    """The last answer statement, up to any aside in it (_before_aside); see _final_site."""
+    return _before_aside(text, _final_site(text))
+
+
+def _final_site(text: str) -> Site | None:
     """The last answer statement: the last \\boxed{} or "answer is", whichever comes later (a box inside the "answer
     is" sentence is the answer), else the last line that holds a number or LaTeX. A valueless "answer is" gives way to
     the last later line that states a result."""
@@ -147,6 +259,17 @@ def final_site(text: str) -> Site | None:
                 return later
         return site
     return _last_line(text, 0)
+
+
+def _before_aside(text: str, site: Site | None) -> Site | None:
+    """`site` ending where an aside in it starts ("x = 6  # the answer is 5" states 6) when a value comes before it."""
+    if site is None or site.where == "boxed":
+        return site
+    for aside in _ASIDE.finditer(text, site.start, site.end):
+        if re.search(r"\d", text[site.start : aside.start()]):
+            end = len(text[site.start : aside.start()].rstrip()) + site.start
+            return Site(site.where, site.start, end, site.outer_start, min(site.outer_end, end), site.anchor)
+    return site
 
 
 def valueless(answer: str) -> bool:
@@ -299,5 +422,7 @@ def unevaluated(value: str) -> bool:
     bare = re.sub(r"\\sqrt\{(\d+)\}", lambda m: f"({m[1]})^(1/2)" if _square(int(m[1])) else m[0], bare)
     bare = re.sub(r"\\(?:times|cdot|ast)", "*", bare).replace("\\div", "/").replace("×", "*").replace("÷", "/")
     bare = bare.replace("·", "*")
-    literal = _LITERAL.fullmatch(bare) and not functions
+    while re.fullmatch(r"\{[^{}]*\}", bare):  # "{5}": braces that only group
+        bare = bare[1:-1]
+    literal = (_LITERAL.fullmatch(bare) or _SCIENTIFIC.fullmatch(bare)) and not functions
     return bool(_ARITH.fullmatch(bare)) and bool(re.search(r"\d", bare)) and not literal

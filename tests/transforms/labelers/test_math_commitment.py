@@ -113,3 +113,26 @@ def test_operands_and_valueless_answer_statements(text, reason, value):
     """Judged around the value the verifier scores (`value`: math-verify's reading of the statement)."""
     found = flaw(text, final_site(text), differ, extracted=value)
     assert (found.split(":")[0] if found else None) == reason, found
+
+
+@pytest.mark.parametrize(
+    "text, extracted, reason",
+    [
+        ("The answer is 5 over 2.", "5", "not a result"),
+        ("The answer is 5 and a half.", "5", "not a result"),
+        ("The answer is 5 squared.", "5", "not a result"),
+        ("The answer is 5!.", "5", "not a result"),
+        ("The answer is 5i.", "5", "not a result"),
+        ("The answer is x + 5.", "5", "not a result"),
+        ("The answer is the square root of 5.", "5", "not a result"),
+        ("\\boxed{5}0", "5", "not a result"),
+        ("\\boxed{5_{x}}", "5", "not a result"),
+        ("The answer is 5 apples.", "5", None),  # what is counted may follow the value
+        ("The answer is 5 cm.", "5", None),
+        ("The answer is 5!", "5", None),  # an exclamation mark ends the sentence
+        ("\\boxed{5} apples", "5", None),
+    ],
+)
+def test_what_stands_next_to_the_value(text, extracted, reason):
+    found = flaw(text, final_site(text), differ, extracted=extracted)
+    assert (found.split(":")[0] if found else None) == reason, found

@@ -108,3 +108,30 @@ def test_a_long_statement_is_read_in_a_bounded_window():
 def test_an_answer_statement_without_a_value_gives_way(text, where, value):
     site = final_site(text)
     assert (site.where, text[site.start : site.end]) == (where, value)
+
+
+@pytest.mark.parametrize(
+    "completion, expected",
+    [
+        ("The answer is negative five.", "The answer is -5."),
+        ("The answer is minus 5.", "The answer is -5."),
+        ("The answer is 5 thousand.", "The answer is 5000."),
+        ("The answer is 5k.", "The answer is 5000."),
+        ("\\boxed{\\text{five}}", "\\boxed{\\text{5}}"),
+        ("The answer is 101_2.", "The answer is 5."),
+        ("\\boxed{12_{3}}", "\\boxed{5}"),
+        ("\\boxed{⅓}", "\\boxed{1/3}"),
+        ("\\boxed{0.\\overline{3}}", "\\boxed{\\frac{1}{3}}"),
+        ("The answer is 5 × 10^3.", "The answer is $5 \\times 10^{3}$."),
+        ("I have one apple and it is one of many.", "I have one apple and it is one of many."),  # a pronoun
+        ("x = 6  # the answer is 5", "x = 6  # the aside is 5"),  # a comment is no answer statement
+        ("6 (the answer is 5)", "6 (the aside is 5)"),
+        ("The answer is 6 <!-- \\boxed{5} -->", "The answer is 6 <!-- aside{5} -->"),
+    ],
+)
+def test_committed_text_reads_value_phrases_and_masks_asides(completion, expected):
+    assert committed_text(completion) == expected
+
+
+def test_a_struck_out_digit_is_withdrawn():
+    assert "[struck out]" in committed_text("The answer is 5\u0338.")
