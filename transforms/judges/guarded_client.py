@@ -3,10 +3,12 @@
 It sits outside the call cache (backends.make_client builds guard(cache(client))), so a call is keyed by what is
 really sent: a request without markers keys as before, one with markers never reuses a judgment made on the raw
 text. Local backends (transformers, vLLM) break the judge tokenizer's own special strings and the generic marker
-shapes; an endpoint, whose tokenizer is not here, gets the generic shapes (untrusted.GENERIC_MARKERS).
+shapes; so does an endpoint whose `model` names a local folder with a tokenizer (the folder it serves); any other
+endpoint, whose tokenizer is not here, gets the generic shapes (untrusted.GENERIC_MARKERS).
 """
 
 from dataclasses import replace
+from pathlib import Path
 
 from rewardmill.transforms.judges.client import BackendConfig, JudgeClient, JudgeRequest, JudgeResponse
 from rewardmill.transforms.judges.untrusted import local_specials, neutralize
@@ -21,6 +23,15 @@ def guard_request(request: JudgeRequest, specials: tuple[str, ...] = ()) -> Judg
     return request if messages == request.messages else replace(request, messages=messages)
 
 
+def has_local_tokenizer(model: str | None) -> bool:
+    """Whether `model` names a local folder with a tokenizer: an endpoint serving it (vLLM/TGI serving
+    `models/policy`) tokenizes with exactly that tokenizer, so its own specials (`<file_sep>`, ...) are known here."""
+    if not model:
+        return False
+    folder = Path(model)
+    return folder.is_dir() and any((folder / f).is_file() for f in ("tokenizer.json", "tokenizer_config.json"))
+
+
 class GuardedJudgeClient:
     """JudgeClient: `inner` with every request neutralized first. Its tokenizer's specials load on first use."""
 
@@ -33,7 +44,7 @@ class GuardedJudgeClient:
         return f"GuardedJudgeClient({self.inner!r})"
 
     def specials(self) -> tuple[str, ...]:
-        if self.config.kind in ("transformers", "vllm"):
+        if self.config.kind in ("transformers", "vllm") or has_local_tokenizer(self.config.model):
             return local_specials(self.config.model)
         return ()
 

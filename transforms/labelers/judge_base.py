@@ -57,9 +57,10 @@ class JudgeLabeler:
     def __init__(self):
         self._clients: dict = {}
 
-    def screens_out(self, answer: str) -> bool:
-        """Whether an answer is labeled `no_answer_label` instead of judged."""
-        return self.defended and not has_substance(answer)
+    def screens_out(self, answer: str, question: str = "") -> bool:
+        """Whether an answer is labeled `no_answer_label` instead of judged. Given the row's `question`
+        (`question_of(messages)`), an answer that only restates it is screened out too."""
+        return self.defended and not has_substance(answer, question)
 
     def __getstate__(self):  # clients hold models and connections; a copy opens its own when first used
         return {**self.__dict__, "_clients": {}}
