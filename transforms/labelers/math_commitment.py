@@ -197,6 +197,7 @@ _MODIFIES_AFTER = re.compile(
     r"[ \t]*(?:[+*×÷·^]|/(?!/)|-[ \t]*[\d$\\(]|\\(?:times|cdot|div|pi)\b|π|"
     r"\b(?:over|point|squared|cubed|factorial|divided|times|plus|minus|and\s+(?:a\s+|one\s+)?(?:half|third|quarter|"
     r"fifth|[a-z]+ths?)|fewer|more|less|greater|smaller|hundred|thousand|million|billion|trillion|dozen|"
+    r"(?:ten|hundred|thousand|million)(?:s|ths)|tenths|(?-i:M)|"
     r"to\s+the|raised|th|halves|thirds|quarters|root|percent(?:age)?\s+of|i|pi)\b))"
 )
 _MODIFIES_BEFORE = re.compile(
@@ -219,6 +220,8 @@ def _modified(text: str, lead: int, mine, hi: int) -> str | None:
     inner = text[mine[0] : mine[1]]
     if inner.startswith("\\") and re.search(r"\d\s*_", inner):  # "\\boxed{5_{x}}": a subscript is no plain value
         return "_"
+    if inner.startswith("\\") and text.startswith("!", mine[1]):  # "\\boxed{5}!" is a factorial
+        return "!"
     return None
 
 

@@ -123,7 +123,8 @@ _OVERLAID = re.compile(f"\\S[{STRIKE_OVERLAYS}]+")
 # a Markdown footnote ("^[...]") and a parenthetical ("6 (the answer is 5)"). Their answer words are masked, so none
 # is the final statement; their values stay, so one that disagrees is still a second value.
 _ASIDE = re.compile(
-    r"<!--[\s\S]*?(?:-->|\Z)|\^\[[^\]]*\]?|\([^()]*\)|(?m:(?<=\S)[ \t]+(?:#|//)[ \t].*$|(?:[ \t]{2,}|^)%.*$)"
+    r"<!--[\s\S]*?(?:-->|\Z)|/\*[\s\S]*?(?:\*/|\Z)|\^\[[^\]]*\]?|\([^()]*\)|\[[^\[\]]*\]|"
+    r"(?m:(?<=\S)[ \t]+(?:#|//|--)[ \t].*$|(?:[ \t]{2,}|^)%.*$)"
 )
 _ANSWER_WORD = re.compile(r"(?i)\b(?:final\s+)?answer\b|\\(?:boxed|fbox)\b")
 
@@ -132,7 +133,7 @@ def asides(text: str) -> str:
     """`text` with the answer words in its asides (comments, footnotes, parentheticals) masked as "aside"."""
 
     def mask(m: re.Match) -> str:
-        words = _ANSWER_WORD if not m.group().startswith("(") else _ANSWER_ONLY  # "($\\boxed{5}$)" stays a box
+        words = _ANSWER_WORD if not m.group().startswith(("(", "[")) else _ANSWER_ONLY  # "($\\boxed{5}$)" stays a box
         return words.sub("aside", m.group())
 
     return _ASIDE.sub(mask, text)
