@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass
 
 from rewardmill.transforms.labelers.base import Label
-from rewardmill.transforms.labelers.markdown_code import code_spans, fenced_blocks, html_comments, mask_code
+from rewardmill.transforms.labelers.markdown_code import code_spans, fenced_blocks, mask_code, without_markup
 from rewardmill.transforms.labelers.reasoning import answer_text
 from rewardmill.transforms.labelers.text_normalize import visible_text
 
@@ -61,26 +61,41 @@ class FormatConfig:
             raise ValueError("timeout_seconds must be > 0")
 
 
+# Markup that draws nothing once nothing is inside it: empty math ($$, $ $, \(\), \[\]), emphasis and strike-through
+# markers (**, __, ~~) and code-span backticks.
+_EMPTY_MATH = re.compile(r"\$\s*\$|\\\(\s*\\\)|\\\[\s*\\\]")
+_MARKERS = str.maketrans(dict.fromkeys("`*_~"))
+
+
 def visible_content(text: str) -> str:
-    """What a reader sees of `text`, stripped: no HTML comments, character references decoded (&nbsp; is a space),
-    no invisible or blank-looking characters (a zero-width space, a Hangul filler, the braille blank), no backticks
-    (an empty code span shows nothing)."""
-    for start, end in reversed(html_comments(text)):
-        text = text[:start] + text[end:]
-    return visible_text(html.unescape(text)).replace("`", "").strip()
+    """What a reader sees of `text`, stripped: no HTML comments or tags outside code (<wbr>, <span></span> and <br>
+    draw nothing; the text between tags stays), Markdown links and images as their text (an empty one is nothing),
+    character references decoded (&nbsp; is a space), no invisible or blank-looking characters (a zero-width space, a
+    Hangul filler, the braille blank), no empty math and no backticks, emphasis or strike-through markers (an empty
+    code span, "**" or "\\(\\)" shows nothing)."""
+    text = visible_text(html.unescape(without_markup(text)))
+    return _EMPTY_MATH.sub("", text).translate(_MARKERS).strip()
+
+
+def _tag_positions(markup: str, tag: str) -> list[int]:
+    """Where `tag` (an exact opening or closing tag) occurs in `markup`, in any letter case (<THINK> is <think>, as
+    reasoning.py reads it)."""
+    return [m.start() for m in re.finditer(re.escape(tag), markup, re.IGNORECASE | re.ASCII)]
 
 
 def check_tags(text: str, tags: tuple[str, ...], tags_only: bool) -> str | None:
-    """None when each tag occurs once, in order, with visible content and not overlapping; else the reason it fails.
+    """None when each tag occurs once (in any letter case), in order, with visible content and not overlapping; else
+    the reason it fails.
     Only real markup counts: a tag inside a code fence or indented code block, a code span, an HTML comment or a
     block quote is quoted text (markdown_code.py)."""
     markup = BLOCKQUOTE.sub(lambda m: " " * len(m.group()), mask_code(text))  # same offsets as `text`
     end, outside = 0, []
     for tag in tags:
         opening, closing = f"<{tag}>", f"</{tag}>"
-        if markup.count(opening) != 1 or markup.count(closing) != 1:
+        openings, closings = _tag_positions(markup, opening), _tag_positions(markup, closing)
+        if len(openings) != 1 or len(closings) != 1:
             return f"{opening}...{closing} must occur exactly once outside code and quotes"
-        start, stop = markup.find(opening), markup.find(closing)
+        start, stop = openings[0], closings[0]
         if start < end or stop < start:
             return f"{opening}...{closing} is out of order or overlaps the previous tag"
         if not visible_content(text[start + len(opening) : stop]):
@@ -93,7 +108,7 @@ def check_tags(text: str, tags: tuple[str, ...], tags_only: bool) -> str | None:
     return None
 
 
-_ANSWER_TAG = re.compile(r"<answer>(.*?)</answer>", re.DOTALL)
+_ANSWER_TAG = re.compile(r"<answer>(.*?)</answer>", re.DOTALL | re.IGNORECASE | re.ASCII)
 # The start of a JSON value inside { or [: a string, a number, a literal, a nested value, or a key of a JS-style
 # object ({name: ...}): what a reader takes for JSON, valid or not.
 _JSON_START = re.compile(r"""[{\[]\s*(?:["\d\-{\[\]}]|true|false|null|[\w'"]+\s*:)""")
@@ -195,7 +210,9 @@ class FormatVerifier:
     # (not a zero-width space, &nbsp;, a comment or an empty code span); tags in an indented code block or a block
     # quote do not count; the JSON answer is the last code block of any language, JSON-looking code span or prose
     # {...}, inside <answer> tags when there are some (a ```json decoy before a ```json5 or prose answer passed).
-    version = "3"
+    # 4: markup with nothing inside is no content (<wbr>, <span></span>, <br>, \(\), $$, **, [](x)); tags match in
+    # any letter case (<THINK>, as reasoning.py reads them).
+    version = "4"
     reads = ("completion",)
     Config = FormatConfig
 

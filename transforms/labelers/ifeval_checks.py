@@ -15,7 +15,9 @@ evaluation/packs/ifeval.jsonl):
   invisible characters dropped, blank-looking letters (a Hangul filler) as spaces. A zero-width space inside a word
   no longer makes it twenty words, and a keyword, a capital word or a "P.S." inside <!-- --> is not there.
 - A check that forbids something also holds on the text's skeleton (`follows`): how it looks, with Unicode's
-  confusables, marks, HTML character references and emphasis inside a word (b**a**d) folded (text_normalize.py).
+  confusables, marks, HTML character references and emphasis inside a word (b**a**d) folded (text_normalize.py),
+  HTML tags and Markdown links outside code rendered (b<wbr>ad, b<span></span>ad and b[](x)ad show "bad"), and
+  every punctuation character Unicode names a comma (after NFKC: the halfwidth ideographic comma) read as ",".
 - detectable_format:constrained_response: upstream credits a response containing any option, so "My answer is yes.
   My answer is no." is credited. Ours needs exactly one of the options, given as a statement (opening its line or
   after a sentence's end; "it is wrong to say 'My answer is yes.'" mentions an option, it does not give it).
@@ -35,7 +37,7 @@ import langdetect
 from if_verifiable.ifeval import instructions
 from if_verifiable.ifeval.instructions_registry import INSTRUCTION_DICT
 
-from rewardmill.transforms.labelers.markdown_code import html_comments
+from rewardmill.transforms.labelers.markdown_code import html_comments, without_markup
 from rewardmill.transforms.labelers.text_normalize import skeleton, visible_text
 
 LETTER_FREQUENCY = "keywords:letter_frequency"
@@ -182,8 +184,9 @@ def reads_as_seen(instruction_id: str, kwargs: dict) -> bool:
 
 def follows(checker, instruction_id: str, text: str, as_seen: bool) -> bool:
     """The checker's verdict on what a reader sees of `text` (visible_text: no invisible characters, a blank-looking
-    letter as a space); with `as_seen`, on the skeleton too (both must hold). A word count reads emphasis inside a
-    word as one word."""
+    letter as a space); with `as_seen`, on the skeleton too (both must hold), read as rendered: HTML tags and empty
+    Markdown links outside code draw nothing ("b<wbr>ad", "b[](x)ad" show "bad"). A word count reads emphasis inside
+    a word as one word."""
     seen = visible_text(text)
     if instruction_id == NUMBER_WORDS:
         seen = _INWORD_EMPHASIS.sub("", seen)
@@ -191,5 +194,5 @@ def follows(checker, instruction_id: str, text: str, as_seen: bool) -> bool:
         return False
     if not as_seen:
         return True
-    folded = skeleton(_INWORD_EMPHASIS.sub("", text))
+    folded = skeleton(_INWORD_EMPHASIS.sub("", without_markup(text)))
     return folded == seen or bool(checker.check_following(folded))

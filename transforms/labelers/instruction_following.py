@@ -96,7 +96,9 @@ class InstructionFollowingVerifier:
     # checks) hold on the skeleton (Unicode confusables, marks, entities, emphasis inside a word); constrained_response
     # needs exactly one option, response_language a detectable language, placeholders/bullets content, two_responses
     # different words, a postscript marker not inside a word; quotation takes typographic pairs (ifeval_checks.py).
-    version = "5"
+    # 6: forbidding checks read the text as rendered (HTML tags and empty Markdown links outside code draw nothing:
+    # "b<wbr>ad", "b[](x)ad"), and every punctuation character Unicode names a comma is a comma (U+FF64, Vai, Newa).
+    version = "6"
     reads = ("completion", "constraints")
     tasks = ("instruction",)
     Config = InstructionFollowingConfig

@@ -140,3 +140,35 @@ def indented_code(text: str) -> list[tuple[int, int]]:
             in_code = False
         previous = body
     return spans
+
+
+# Raw HTML as CommonMark reads it: an open tag (a name, attributes, an optional "/") or a closing tag. A renderer
+# draws none of it, only the text between tags ("b<wbr>ad", "b<span></span>ad" and "b<x/>ad" all show "bad").
+_ATTRIBUTE = r"""\s+[A-Za-z_:][\w.:-]*(?:\s*=\s*(?:[^\s"'=<>`]+|'[^']*'|"[^"]*"))?"""
+_HTML_TAG = re.compile(rf"<[A-Za-z][A-Za-z0-9-]*(?:{_ATTRIBUTE})*\s*/?>|</[A-Za-z][A-Za-z0-9-]*\s*>")
+# A Markdown link or image, [text](destination "title") or ![alt](...): a reader sees its text only ("" when empty).
+_LINK_TITLE = r"""(?:\s+(?:"[^"\n]*"|'[^'\n]*'|\([^()\n]*\)))?"""
+_LINK = re.compile(rf"!?\[([^\[\]]*)\]\(\s*(?:<[^<>\n]*>|[^\s()]*){_LINK_TITLE}\s*\)")
+
+
+def markup_spans(text: str) -> list[tuple[int, int, str]]:
+    """(start, end, shown) of each piece of inline markup outside code: an HTML tag (shows "") and a Markdown link or
+    image (shows its text), in order, not overlapping."""
+    masked = mask_code(text)  # same offsets; code and comments blanked, so nothing inside them is markup
+    found = [(m.start(), m.end(), "") for m in _HTML_TAG.finditer(masked)]
+    found += [(m.start(), m.end(), m.group(1)) for m in _LINK.finditer(masked)]
+    spans, end = [], 0
+    for start, stop, shown in sorted(found):
+        if start >= end:
+            spans.append((start, stop, shown))
+            end = stop
+    return spans
+
+
+def without_markup(text: str) -> str:
+    """`text` as rendered inline: HTML comments and tags outside code removed (the text between tags kept) and each
+    Markdown link or image replaced by its text, so an empty one ("b[](x)ad") shows nothing."""
+    pieces = [(start, end, "") for start, end in html_comments(text)] + markup_spans(text)
+    for start, end, shown in sorted(pieces, reverse=True):
+        text = text[:start] + shown + text[end:]
+    return text

@@ -8,9 +8,11 @@ Latin ones. Greek letters with a meaning in math (α, π, θ, ...) are kept.
 `visible_text` and `skeleton` serve checks that count or forbid words (IFEval): the first is the text a reader sees
 (invisible characters gone, blank-looking letters as spaces); the second is how a word *looks*, for a check that
 forbids it: Unicode's confusables folded for every script, marks under or over a letter dropped, HTML character
-references decoded, comma-like and full-stop-like punctuation as "," and ".".
+references decoded, comma-like (any punctuation Unicode names a comma) and full-stop-like punctuation as "," and
+".".
 """
 
+import functools
 import html
 import unicodedata
 
@@ -129,6 +131,22 @@ _PUNCTUATION = str.maketrans(
 )  # fmt: skip
 
 
+@functools.cache
+def _comma_like(ch: str) -> bool:
+    """True for punctuation that Unicode names a comma, as itself or after NFKC (the halfwidth, small and vertical
+    ideographic commas are compatibility forms of U+3001): Vai, Bamum, Newa, medieval, double stacked... Letters and
+    marks named after a comma (ș, the modifier letter turned comma ʻ, a combining comma above) and the comma quotation
+    mark ornaments are not commas."""
+    folded = unicodedata.normalize("NFKC", ch)
+    return any(
+        unicodedata.category(c) == "Po" and "COMMA" in unicodedata.name(c, "") for c in {ch, folded} if len(c) == 1
+    )
+
+
+def _commas(text: str) -> str:
+    return "".join("," if ch > "\x7f" and _comma_like(ch) else ch for ch in text)
+
+
 def skeleton(text: str) -> str:
     """How `text` looks, for a check that forbids a word or a character: HTML character references decoded, invisible
     and blank-looking characters dropped (so "ba\u3164d" is "bad"), comma- and full-stop-like punctuation as "," and
@@ -137,7 +155,7 @@ def skeleton(text: str) -> str:
     value."""
     text = html.unescape(text)
     text = "".join(ch for ch in text if not _invisible(ch) and ch not in BLANK_LOOKING)
-    text = unicodedata.normalize("NFKD", text.translate(_PUNCTUATION).translate(_TABLE))
+    text = unicodedata.normalize("NFKD", _commas(text).translate(_PUNCTUATION).translate(_TABLE))
     text = "".join(ch for ch in text if not unicodedata.category(ch).startswith("M"))
     return unicodedata.normalize("NFKC", text.translate(_SKELETON)).translate(_SKELETON)
 

@@ -129,3 +129,22 @@ def test_config_from_params_and_pickle_round_trip():
     copy = pickle.loads(pickle.dumps(v))
     # With an answer tag required, the JSON is the tag's content (a block outside it is not the answer).
     assert copy.config == config and copy.label('<answer>{"name": "A", "age": 1}</answer>').score == 1.0
+
+
+@pytest.mark.parametrize(
+    "answer",
+    ["<wbr>", "<span></span>", "<br>", "\\(\\)", "$$", "**", "[](x)", "<i>~~</i>"],
+)
+def test_markup_with_nothing_inside_is_an_empty_answer(answer):
+    assert FormatVerifier(TAGS).label(f"<think>hm</think><answer>{answer}</answer>").verdict == "incorrect"
+    assert FormatVerifier(TAGS).label(f"<think>{answer}</think><answer>12</answer>").verdict == "incorrect"
+
+
+@pytest.mark.parametrize("answer", ["<b>12</b>", "$x=12$", "[12](x)", "`<br>`", "&lt;br&gt;"])
+def test_markup_around_content_is_visible(answer):
+    assert FormatVerifier(TAGS).label(f"<think>hm</think><answer>{answer}</answer>").verdict == "correct"
+
+
+def test_tags_in_any_letter_case():
+    assert FormatVerifier(TAGS).label("<THINK>hm</THINK>\n<Answer>12</ANSWER>").verdict == "correct"
+    assert FormatVerifier(TAGS).label("<think>hm</think><ANSWER>1</ANSWER><answer>2</answer>").verdict == "incorrect"

@@ -66,3 +66,22 @@ def test_comments_and_code_spans_outside_fences():
     text = "a <!-- c --> `s` ```\n```\n<!-- f -->\n```\n<!-- open"
     assert [text[a:b] for a, b in html_comments(text)] == ["<!-- c -->", "<!-- open"]
     assert [text[a:b] for a, b in code_spans(text)] == ["`s`"]
+
+
+@pytest.mark.parametrize(
+    "text, shown",
+    [
+        ("b<wbr>ad", "bad"),  # an element that draws nothing
+        ("b<span></span>ad b<x/>ad", "bad bad"),  # an empty element, a self-closing unknown one
+        ('<a href="x">link</a>', "link"),  # the text between tags stays
+        ("b[](x)ad", "bad"),  # an empty Markdown link
+        ('[the docs](https://x.org "t")', "the docs"),  # a link shows its text
+        ("`b<wbr>ad` and\n```\n<br>\n```", "`b<wbr>ad` and\n```\n<br>\n```"),  # code is kept as written
+        ("a<!-- c -->b", "ab"),  # comments too
+        ("[x] task [1]", "[x] task [1]"),  # brackets without a destination are text
+    ],
+)
+def test_without_markup_is_what_renders(text, shown):
+    from rewardmill.transforms.labelers.markdown_code import without_markup
+
+    assert without_markup(text) == shown

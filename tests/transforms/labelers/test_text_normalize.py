@@ -53,3 +53,14 @@ def test_visible_text(text, seen):
 )
 def test_skeleton(text, looks):
     assert skeleton(text) == looks
+
+
+@pytest.mark.parametrize(
+    "comma", ["\uff64", "\ufe51", "\ufe11", "\ua60d", "\ua6f5", "\U0001144d", "\U00016e97", "\u2e4c", "\u2e49"]
+)
+def test_skeleton_reads_every_punctuation_named_comma_as_a_comma(comma):
+    assert skeleton(f"one{comma} two") == "one, two"
+
+
+def test_skeleton_keeps_letters_named_after_a_comma():
+    assert "," not in skeleton("Hawai\u02bbi, Bucure\u0219ti, \u021aara".replace(",", ""))
