@@ -61,8 +61,9 @@ def test_reference_appeal_rechecks_only_rule_negatives(recorded):
     labels = rec.reference_judge().label_many(rec.APPEAL_ROWS)
     raws = [json.loads(lab.raw) for lab in labels]
     assert raws[0] == {**raws[0], "appealed": False, "judge": None}  # math_answer accepts \frac{1}{3}: no call
-    assert all(raw["appealed"] for raw in raws[1:])  # every other rollout was appealed, the rule's verdict kept
-    assert all(raw["rule"]["verdict"] != "correct" for raw in raws[1:])
+    # math_answer also accepts "x equals three" (version 7 reads number words): every other rollout was appealed
+    assert [raw["appealed"] for raw in raws] == [False, True, True, False, True, True]
+    assert all(raw["rule"]["verdict"] != "correct" for raw in raws if raw["appealed"])
     one_third = labels[1]  # "It is one third.": the rule cannot read words, the judge says yes with P(yes) ~0.71
     assert one_third.verdict == "correct" and 0.5 < one_third.score < 0.9 and raws[1]["judge"]["parsed"] is True
     unreadable = [
@@ -72,7 +73,7 @@ def test_reference_appeal_rechecks_only_rule_negatives(recorded):
     stats = ReferenceJudge.summarize(
         [{**row, "verdict": lab.verdict} for row, lab in zip(as_rows(labels), labels, strict=True)]
     )
-    assert stats["appealed"] == 5 - len(unreadable) and stats["overturned"] == 1
+    assert stats["appealed"] == 4 - len(unreadable) and stats["overturned"] == 1
 
 
 @pytest.mark.parametrize(
@@ -103,8 +104,10 @@ def test_panel_threshold_decides_which_recorded_votes_become_labels(recorded, th
         else:
             assert lab.score is None and lab.verdict == "abstain"
     assert raws[2]["rounds"][0]["votes"] == [None, None, None]
-    # the 135M judge is weak: it calls "London." correct for Paris (2 of 2 votes) and "7 + 5 = 12" wrong
-    assert labels[3].verdict == "correct" and labels[0].verdict == ("incorrect" if threshold <= 2 / 3 else "abstain")
+    # the 135M judge is weak: with the answers fenced it calls "London." wrong for Paris but "7 + 5 = 75" right (2 of
+    # 3) and "A spider has eight legs." wrong (3 of 3)
+    assert labels[3].verdict == "incorrect" and labels[1].verdict == ("correct" if threshold <= 2 / 3 else "abstain")
+    assert labels[4].verdict == "incorrect"
     stats = PanelJudge.summarize(as_rows(labels))
     assert stats["acceptance_rate"] == pytest.approx(len(accepted_rows) / 4)  # 4 rows had readable votes
 

@@ -90,7 +90,7 @@ def test_split_rationale_names_the_threshold():
     ("kind", "reference", "expected"),
     [
         ("likert", "5", "Score:"),  # Likert: the pointwise rating prompt, reference unused
-        ("binary", "5", "Reference answer:\n5"),  # binary with a reference: equivalence
+        ("binary", "5", "Reference answer:\n```\n5\n```"),  # binary with a reference: equivalence (fenced)
         ("binary", None, "Is the answer correct?"),  # binary without one: plain correctness
         ("binary", "  ", "Is the answer correct?"),  # a blank reference is no reference
     ],
