@@ -38,6 +38,7 @@ from rewardmill.pipelines.stage import (
     absolute_args,
     atomic_output,
     load_beam_config,
+    read_manifest,
     run_pipeline,
     setup_logging,
 )
@@ -54,6 +55,7 @@ from rewardmill.transforms.io import storage
 from rewardmill.transforms.io.json_file import WriteJson, pop_json
 from rewardmill.transforms.io.tables import ReadStageTables, TableSink, WriteTables, retain_freed_memory
 from rewardmill.transforms.io.threads import concurrently
+from rewardmill.transforms.judges import probes
 from rewardmill.transforms.pairing.balance import balance_pairs_output
 from rewardmill.transforms.pairing.strategies import PairsConfig
 
@@ -141,6 +143,20 @@ def step_labeler_names() -> list[str]:
     return sorted(section)
 
 
+def check_judge_roles(label_dirs: dict[str, str], gates, overrides) -> None:
+    """Refuse, before any work, a judge whose label stage measured an attack-probe false-positive rate above its
+    max_probe_fpr (the label manifest's `probes`) as a gate or an override: it would decide correctness."""
+    aggregate = {"gates": list(gates), "overrides": dict(overrides)}
+    for name, directory in label_dirs.items():
+        if name in aggregate["gates"] or name in aggregate["overrides"]:
+            try:
+                report = read_manifest(directory).get("probes")
+            except FileNotFoundError:  # a folder written outside the label stage: no probe report to hold it to
+                continue
+            if report:
+                probes.check_roles(name, report, aggregate)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--rollouts", default="data/rollouts", help="the rollouts folder")
@@ -169,6 +185,7 @@ def main(argv: list[str] | None = None) -> None:
     load_benchmarks(cfg.filters.decontaminate.files)  # a missing or malformed benchmark file fails before any work
     for directory, what in [(args.rollouts, "rollouts"), *((d, "labels") for d in label_dirs)]:
         storage.check_readable(directory, what)
+    check_judge_roles(dict(zip(names, label_dirs, strict=True)), cfg.aggregate.gates, cfg.aggregate.overrides)
     timer = StageTimer(STAGE)
     with atomic_output(args.out) as tmp:
         for name in [*OUTPUTS, *(["prm"] if steps_dirs else [])]:

@@ -6,8 +6,8 @@ judge, a panel's agreement, ...) and this run's judge calls and tokens (Beam cou
 
 A judge labeler is first probed (transforms/judges/probes.py): fixed attack completions (master keys, empty symbols,
 special-token and prompt injections) on `probe_prompts` of the run's prompts. Its false-positive rate goes in the
-metrics (`probes`) and the manifest; a judge above `max_probe_fpr` that params name as an assemble gate or override
-fails the stage before anything is labeled.
+metrics (`probes`) and the manifest; the assemble stage refuses a judge above `max_probe_fpr` as a gate or an
+override (pipelines/assemble.py check_judge_roles).
 """
 
 import argparse
@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import apache_beam as beam
 import polars as pl
 
-from rewardmill.pipelines.config import from_dict, load_section, read_params
+from rewardmill.pipelines.config import from_dict, load_section
 from rewardmill.pipelines.conservation import ConservationError, id_frame, labeled_or_rejected, reconcile
 from rewardmill.pipelines.stage import (
     StageTimer,
@@ -70,8 +70,8 @@ class LabelerParams:
     # Judges only: attack probes (transforms/judges/probes.py) run on this many of the run's prompts (0 = none). Their
     # calls go through the judge's call cache, so a rerun costs nothing.
     probe_prompts: int = 4
-    # The largest share of probes a judge may credit and still be an assemble gate or override (above it the stage
-    # fails); a judge used only to rank reports its rate and runs.
+    # The largest share of probes a judge may credit and still be an assemble gate or override (above it the assemble
+    # stage fails); a judge used only to rank reports its rate and runs.
     max_probe_fpr: float = 0.1
 
 
@@ -137,8 +137,9 @@ def check_conservation(stage: str, out_dir: str, rollouts: int, not_applicable: 
 
 
 def probe(name: str, params: LabelerParams, cls, config, rollouts_dir: str, cache_dir: str | None) -> dict | None:
-    """The judge's attack-probe report (None for a labeler that is no judge, or probe_prompts 0); fails the stage
-    when the judge is above max_probe_fpr and params name it as an assemble gate or override."""
+    """The judge's attack-probe report (None for a labeler that is no judge, or probe_prompts 0). The assemble stage
+    refuses a judge above max_probe_fpr as a gate or an override (it reads this report from the manifest), so an
+    experiment on assemble's params reruns assemble, not the label stages."""
     if not issubclass(cls, JudgeLabeler) or params.probe_prompts <= 0:
         return None
     labeler = cls(config)
@@ -152,7 +153,6 @@ def probe(name: str, params: LabelerParams, cls, config, rollouts_dir: str, cach
         grouped=uses_groups(cls, config),
         max_fpr=params.max_probe_fpr,
     )
-    probes.check_roles(name, report, (read_params().get("assemble") or {}).get("aggregate") or {})
     return report
 
 

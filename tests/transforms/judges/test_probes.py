@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from rewardmill.pipelines import label
+from rewardmill.pipelines import assemble, label
 from rewardmill.schemas import ROLLOUT_V2
 from rewardmill.transforms.io.parquet import rows_to_table, write_table
 from rewardmill.transforms.judges import probes
@@ -105,17 +105,20 @@ def stage_params(overrides: dict) -> dict:
 
 
 @pytest.mark.parametrize("overrides, fails", [({}, False), ({"judge": 0.9}, True)])
-def test_label_stage_probes_the_judge_before_labeling(tmp_path, rollouts, params_file, monkeypatch, overrides, fails):
+def test_label_stage_probes_and_assemble_refuses_a_fooled_decider(
+    tmp_path, rollouts, params_file, monkeypatch, overrides, fails
+):
     monkeypatch.setattr(judge_base, "make_client", lambda backend: ScriptedClient(says("Yes")))
     params_file(stage_params(overrides))
     out, metrics = tmp_path / "labels", tmp_path / "metrics.json"
     args = ["judge", "--rollouts", str(rollouts), "--out", str(out), "--metrics", str(metrics)]
-    if fails:
+    label.main(args)  # the label stage probes and reports; whether the judge may decide is assemble's question
+    aggregate = stage_params(overrides)["assemble"]["aggregate"]
+    if fails:  # assemble refuses it before any work, from the label manifest's report
         with pytest.raises(probes.ProbeGateError, match="override"):
-            label.main(args)
-        assert not out.exists()  # nothing labeled
-        return
-    label.main(args)
+            assemble.check_judge_roles({"judge": str(out)}, aggregate["gates"], aggregate["overrides"])
+    else:
+        assemble.check_judge_roles({"judge": str(out)}, aggregate["gates"], aggregate["overrides"])
     recorded = json.loads(metrics.read_text())["probes"]
     assert recorded["probes"] == 36 and recorded["fpr"] == pytest.approx(4 / 12, abs=1e-6)
     assert json.loads((out / "_manifest.json").read_text())["probes"]["credited"] == 12
