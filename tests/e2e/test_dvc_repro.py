@@ -602,14 +602,24 @@ def test_forced_repro_gives_identical_bytes(project, tmp_path):
 
 
 def test_an_override_experiment_reruns_only_assemble_and_after(project):
-    """The README's `dvc exp run -S '+assemble.aggregate.overrides.appeal=0.9'`: the appeal may overturn a gate where
-    it is at least 0.9 confident; only assemble and what reads it rerun. The same experiment turns on the README's
-    `-S evaluate.enabled=true`: a reward model trained on the train split's pairs, measured on the test split's."""
-    experiment = ["-S", "+assemble.aggregate.overrides.appeal=0.9", "-S", "evaluate.enabled=true"]
-    out = run([str(BIN / "dvc"), "exp", "run", *experiment], project)
+    """The README's `dvc exp run -S '+assemble.aggregate.overrides.appeal=0.9'` asks the appeal to overturn gates.
+    The default 135M appeal credits more attack probes than `max_probe_fpr` allows (its label stage reported the rate),
+    so assemble refuses it before any work and says why; no label stage reruns for it. The README's
+    `-S evaluate.enabled=true` then trains a reward model on the train split's pairs, measured on the test split's."""
+    env = {**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}", "DVC_NO_ANALYTICS": "1"}
+    env.pop("REWARDMILL_PARAMS", None)
+    experiment = [str(BIN / "dvc"), "exp", "run", "-S", "+assemble.aggregate.overrides.appeal=0.9"]
+    refused = subprocess.run(experiment, cwd=project, env=env, capture_output=True, text=True, timeout=1200)
+    out = refused.stdout + refused.stderr
+    probe_fpr = json.loads((project / "metrics/labels/appeal.json").read_text())["probes"]
+    assert probe_fpr["fpr"] > probe_fpr["max_fpr"], probe_fpr  # the premise: the 135M appeal is fooled too often
+    assert refused.returncode != 0 and "cannot be an assemble.aggregate override" in out, out
     ran = set(re.findall(r"Running stage '([^']+)'", out))
-    assert "assemble" in ran and not any(s.startswith(("label@", "steps@")) or s == "rollouts" for s in ran), out
-    assert "evaluate" in ran, out
+    assert ran == {"assemble"}, out  # refused there, before any work; no label stage reran for an assemble param
+    run(["git", "checkout", "params.yaml"], project)
+    out = run([str(BIN / "dvc"), "exp", "run", "-S", "evaluate.enabled=true"], project)
+    ran = set(re.findall(r"Running stage '([^']+)'", out))
+    assert "evaluate" in ran and not any(s.startswith(("label@", "steps@")) or s == "rollouts" for s in ran), out
     evaluation = json.loads((project / "metrics/evaluate.json").read_text())
     rm = evaluation["reward_model"]
     pairs = json.loads((project / "data/datasets/pairs/_manifest.json").read_text())
@@ -618,12 +628,6 @@ def test_an_override_experiment_reruns_only_assemble_and_after(project):
     assert rm["test"]["all"]["n"] + rm["test"]["too_long"] == rm["test_pairs"]
     gates = [v for k, v in evaluation["labelers"].items() if k.split("/")[0] in ("math_answer", "code_tests")]
     assert gates and all(g["gate"] and g["pairs"] > 0 for g in gates)
-    appeal = {r["rollout_id"]: r for r in read_rows(str(project / "data/labels/appeal"))}
-    for reward in read_rows(str(project / "data/datasets/_rewards")):
-        if reward["verified_by"] == "appeal":  # decided by the appeal: only at the override's confidence
-            assert appeal[reward["rollout_id"]]["confidence"] >= 0.9
-    params = yaml.safe_load((project / "params.yaml").read_text())
-    assert params["assemble"]["aggregate"]["overrides"] == {"appeal": 0.9}
     metrics = json.loads((project / "metrics/validate.json").read_text())
     assert metrics["validation"] and all(v["success"] for v in metrics["validation"].values())
 
