@@ -1,14 +1,13 @@
 """The math gold pack (transforms/evaluation/packs/math.jsonl): every row through MathAnswerVerifier with the row's
 config gets its gold verdict (packs/README.md's pass rule)."""
 
-import json
 from pathlib import Path
 
 import pytest
 
 from rewardmill.transforms.evaluation.gold_packs import load_pack
-from rewardmill.transforms.labelers.base import resolve_labeler
 from rewardmill.transforms.labelers.math_answer import HEDGED
+from tests.transforms.labelers.pack_rows import pack_labels
 
 PACK = Path(__file__).parents[3] / "transforms/evaluation/packs/math.jsonl"
 ROWS = load_pack(PACK)  # checks each row against the README's format
@@ -19,19 +18,7 @@ NO_VALUE = ("retraction", "negation", "range", "hedge", "homoglyph", "restated_q
 @pytest.fixture(scope="module")
 def labels() -> dict:
     """Each row's label, one verifier per distinct config (label_many keeps the order)."""
-    by_config: dict[str, list] = {}
-    for row in ROWS:
-        by_config.setdefault(json.dumps(row.config, sort_keys=True), []).append(row)
-    out = {}
-    for config, rows in by_config.items():
-        cls, cfg = resolve_labeler("math_answer", json.loads(config), "math pack")
-        verifier = cls(cfg)
-        try:
-            found = verifier.label_many([tuple(r.row.get(c) for c in verifier.reads) for r in rows])
-        finally:
-            verifier.teardown()
-        out.update({r.id: label for r, label in zip(rows, found, strict=True)})
-    return out
+    return pack_labels(ROWS)
 
 
 def test_the_pack_covers_every_class():
