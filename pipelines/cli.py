@@ -90,10 +90,13 @@ def stage_summaries() -> dict[str, str]:
 def is_user_error(exc: BaseException) -> bool:
     """Mistakes in params, paths or names, whose message already says what to fix (imported only on failure)."""
     from rewardmill.pipelines.config import ConfigError
+    from rewardmill.transforms.errors import UserError
     from rewardmill.transforms.labelers import UnknownLabeler
     from rewardmill.transforms.sampling.vllm_engine import VLLMUnavailableError
 
-    return isinstance(exc, (ConfigError, FileNotFoundError, NotADirectoryError, UnknownLabeler, VLLMUnavailableError))
+    return isinstance(
+        exc, (UserError, ConfigError, FileNotFoundError, NotADirectoryError, UnknownLabeler, VLLMUnavailableError)
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

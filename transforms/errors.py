@@ -1,0 +1,11 @@
+"""The one base class for a user's mistake.
+
+A `UserError` is raised for something the user can fix (a params value, a missing or unreadable input, an endpoint
+that cannot take the load): its message says what is wrong, where (file, row, section, key) and what to do. The CLI
+prints it as one line and exits 2, with no traceback (`--debug` shows it). Anything else is a bug and keeps its
+traceback.
+"""
+
+
+class UserError(Exception):
+    """A mistake the user can fix; the message is the whole report, on one line."""
