@@ -15,13 +15,16 @@ from typing import Any, TypeVar
 
 import yaml
 
+from rewardmill.transforms.errors import UserError
+
 T = TypeVar("T")
 
 PARAMS_FILE_ENV = "REWARDMILL_PARAMS"
 
 
-class ConfigError(ValueError):
-    """A params section does not match its dataclass: the message names the section, key and reason."""
+class ConfigError(UserError, ValueError):
+    """A params file that does not parse, or a section that does not match its dataclass: the message names the file
+    (line and column) or the section and key, and the reason."""
 
 
 def params_path() -> Path:
@@ -40,11 +43,31 @@ def read_params(path: Path | None = None) -> dict[str, Any]:
     path = path or params_path()
     if not path.exists():
         raise ConfigError(f"{path}: params file not found (run from the project root or set {PARAMS_FILE_ENV})")
-    with path.open() as fh:
-        data = yaml.safe_load(fh) or {}
+    try:
+        data = yaml.safe_load(path.read_bytes()) or {}
+    except yaml.YAMLError as exc:
+        raise ConfigError(yaml_problem(path, exc)) from exc
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: expected a mapping of sections at the top level")
     return data
+
+
+def yaml_problem(path: Path, exc: yaml.YAMLError) -> str:
+    """One line for a YAML file that does not parse: the file, where (line and column, 1-based) and what.
+
+    PyYAML's own message spans lines (the problem, its context, the marks); an editor wants `file:line:col`."""
+    mark = getattr(exc, "problem_mark", None)
+    where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark is not None else str(path)
+    problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+    if isinstance(exc, yaml.reader.ReaderError):  # bytes that are not text: not UTF-8, or control characters
+        where = f"{path} (character {exc.position + 1})"
+        problem = f"not UTF-8 text ({exc.reason}): save it as UTF-8" if exc.encoding != "unicode" else exc.reason
+    context = getattr(exc, "context", None)
+    context_mark = getattr(exc, "context_mark", None)
+    if context and context_mark is not None:
+        context = f"{context} that starts at line {context_mark.line + 1}, column {context_mark.column + 1}"
+    detail = f"{problem} ({context})" if context else problem
+    return f"{where}: YAML syntax error: {detail}"
 
 
 def load_section(cls: type[T], section: str, path: Path | None = None, *, key: str | None = None) -> T:

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import apache_beam as beam
 
-from rewardmill.pipelines.config import load_section
+from rewardmill.pipelines.config import ConfigError, load_section, params_path
 from rewardmill.pipelines.conservation import ConservationError
 from rewardmill.pipelines.stage import StageTimer, atomic_output, load_beam_config, run_pipeline, setup_logging
 from rewardmill.transforms.io import timings
-from rewardmill.transforms.sampling.policy import FINGERPRINT_FILE, materialize
+from rewardmill.transforms.sampling.policy import FINGERPRINT_FILE, materialize, resolve_source
 
 
 @dataclass(frozen=True)
@@ -20,6 +20,17 @@ class ModelConfig:
     source: str = "builtin:smollm2-135m-instruct"  # builtin:<key>, a .gguf file, an HF folder, or a hub id
     name: str = "SmolLM2-135M-Instruct"  # recorded in every rollout's `policy.name`
     dtype: str = "float32"  # float32 keeps CPU sampling deterministic; bfloat16 halves memory on GPU
+
+
+def check_source(cfg: ModelConfig) -> None:
+    """params `model.source` names something the stage can load (a known builtin, an existing GGUF file or HF folder,
+    or a hub id): a ConfigError naming the key otherwise, before Beam runs."""
+    try:
+        resolve_source(cfg.source)
+    except (FileNotFoundError, ValueError) as exc:
+        raise ConfigError(
+            f"{params_path()}: 'model.source': {exc} (a builtin:<key>, a .gguf file, an HF model folder or a hub id)"
+        ) from exc
 
 
 class _Materialize(beam.DoFn):
@@ -39,6 +50,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     setup_logging()
     cfg = load_section(ModelConfig, "model")
+    check_source(cfg)
     timer = StageTimer("model")
     with atomic_output(args.out) as folder:  # a local folder: transformers loads the weights from disk
         tmp = Path(folder)

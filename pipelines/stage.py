@@ -143,7 +143,26 @@ def pipeline_options(cfg: BeamConfig, stage_wheel: bool = True) -> PipelineOptio
     return PipelineOptions(flags)
 
 
+class _NoTracebackForUserErrors(logging.Filter):
+    """Beam logs an exception a DoFn raises, traceback and all, before it re-raises it to the driver. A user's mistake
+    (a missing file, a params value) then ends as the CLI's one line, so Beam's copy is dropped; any other exception
+    (a bug) keeps its logged traceback."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.msg if isinstance(record.msg, BaseException) else (record.exc_info or (None, None))[1]
+        if exc is None:
+            return True
+        from rewardmill.pipelines.cli import is_user_error
+
+        return not is_user_error(exc)
+
+
+NO_TRACEBACK_FOR_USER_ERRORS = _NoTracebackForUserErrors()  # one instance: adding it again is a no-op
+BEAM_ERROR_LOGGER = "apache_beam.runners.common"  # where Beam logs a failed DoFn's exception
+
+
 def setup_logging() -> None:
+    logging.getLogger(BEAM_ERROR_LOGGER).addFilter(NO_TRACEBACK_FOR_USER_ERRORS)
     # Imports (Beam, absl) may have configured the root logger already; give ours its own handler.
     if not log.handlers:
         handler = logging.StreamHandler()

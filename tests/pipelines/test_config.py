@@ -312,6 +312,33 @@ def test_read_params_rejects_non_mapping(tmp_path, text):
         read_params(write_params(tmp_path, text))
 
 
+@pytest.mark.parametrize(
+    "data, where, says",
+    [
+        # an unclosed flow list: PyYAML notices at the end of the file and names where the list started
+        (b"beam:\n  runner: [x\n", ":3:1:", "while parsing a flow sequence that starts at line 2, column 11"),
+        # a key after a value on one line
+        (b"model:\n  source: a: b\n", ":2:12:", "mapping values are not allowed here"),
+        # a tab indent
+        (b"model:\n\tsource: x\n", ":2:1:", "found character '\\t' that cannot start any token"),
+        # latin-1 bytes, not UTF-8
+        (b"model:\n  name: caf\xe9\n", " (character 19)", "not UTF-8 text"),
+    ],
+)
+def test_a_yaml_syntax_error_is_one_config_error_line_naming_file_line_and_column(tmp_path, data, where, says):
+    """PyYAML's ScannerError/ParserError print over several lines and end a run with a traceback; read_params turns
+    them into one ConfigError (a UserError: the CLI's one line and exit status 2)."""
+    from rewardmill.transforms.errors import UserError
+
+    path = tmp_path / "params.yaml"
+    path.write_bytes(data)
+    with pytest.raises(ConfigError) as exc:
+        read_params(path)
+    message = str(exc.value)
+    assert isinstance(exc.value, UserError) and "\n" not in message, message
+    assert message.startswith(f"{path}{where}") and "YAML syntax error" in message and says in message, message
+
+
 def test_real_params_file_loads_with_tiny_params(params_file):
     # The project's own params.yaml parses as sections (the fixture copies and shrinks it).
     path = params_file()
