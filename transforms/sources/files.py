@@ -1,7 +1,9 @@
 """Records from local JSONL / Parquet files and from `datasets` ids or paths, with a column mapping.
 
 `columns` maps prompt-schema names to the file's names, e.g. {prompt: question, reference: answer}.
-Each yield is (row_id, record) or (row_id, RecordError) so a bad line is rejected, not fatal.
+Each yield is (row_id, record) or (row_id, RecordError) so a bad line is rejected, not fatal: a line that is not JSON,
+or whose bytes are not UTF-8 (`not_utf8`, naming the file, line and byte), is one reject and the other rows go on. A
+file that cannot be read at all (missing, a folder, a suffix no reader takes) is a SourceFileError before any row.
 """
 
 import json
@@ -9,15 +11,42 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from rewardmill.transforms.errors import UserError
 from rewardmill.transforms.sources.normalize import RecordError
+
+SUFFIXES = (".jsonl", ".json", ".parquet")  # .json is read as JSON Lines too: one object per line
+NOT_UTF8 = "not_utf8"
+
+
+class SourceFileError(UserError, ValueError):
+    """A prompt file no reader can open: the message names the path and what to do."""
+
 
 MAPPABLE = ("prompt", "messages", "reference", "tests", "rubric", "constraints", "task", "metadata")
 
 
-def map_columns(raw: dict[str, Any], columns: Mapping[str, str]) -> dict[str, Any]:
+def check_mapping(columns: Mapping[str, str]) -> None:
     unknown = sorted(set(columns) - set(MAPPABLE))
     if unknown:
         raise ValueError(f"column mapping names unknown prompt fields {unknown}; allowed: {list(MAPPABLE)}")
+
+
+def check_file(path: str) -> None:
+    """The file exists and has a suffix a reader takes; FileNotFoundError / SourceFileError otherwise."""
+    p = Path(path)
+    if not p.exists():
+        raise FileNotFoundError(f"{path}: prompt source file not found")
+    if p.is_dir():
+        raise SourceFileError(f"{path}: a folder, not a prompt file (name one {'/'.join(SUFFIXES)} file)")
+    if p.suffix not in SUFFIXES:
+        raise SourceFileError(
+            f"{path}: unsupported prompt file type '{p.suffix}' (use .jsonl or .parquet; for a CSV file, convert it: "
+            "python -c \"import pandas as p; p.read_csv('f.csv').to_parquet('f.parquet')\")"
+        )
+
+
+def map_columns(raw: dict[str, Any], columns: Mapping[str, str]) -> dict[str, Any]:
+    check_mapping(columns)
     record = {key: raw.get(name) for key, name in columns.items()}
     for key in MAPPABLE:  # unmapped fields keep their own name when the file has them
         if key not in columns and key in raw:
@@ -29,31 +58,76 @@ def map_columns(raw: dict[str, Any], columns: Mapping[str, str]) -> dict[str, An
 
 
 def read_file(path: str, columns: Mapping[str, str]) -> Iterator[tuple[str, dict[str, Any] | RecordError]]:
-    p = Path(path)
-    if not p.exists():
-        raise FileNotFoundError(f"{path}: prompt source file not found")
-    if p.suffix in (".jsonl", ".json"):
-        with p.open(encoding="utf-8") as fh:
-            for lineno, line in enumerate(fh, start=1):
-                row_id = f"{path}:{lineno}"
-                if not line.strip():
-                    continue
-                try:
-                    raw = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    yield row_id, RecordError("bad_json", str(exc))
-                    continue
-                if not isinstance(raw, dict):
-                    yield row_id, RecordError("bad_json", "line is not a JSON object")
-                    continue
-                yield row_id, _mapped(raw, columns)
-    elif p.suffix == ".parquet":
-        import pyarrow.parquet as pq
-
-        for i, raw in enumerate(pq.read_table(p).to_pylist()):
-            yield f"{path}:{i}", _mapped(raw, columns)
+    check_file(path)
+    if Path(path).suffix == ".parquet":
+        yield from _parquet_rows(path, columns)
     else:
-        raise ValueError(f"{path}: unsupported prompt file type '{p.suffix}' (use .jsonl or .parquet)")
+        yield from _jsonl_rows(path, columns)
+
+
+def _jsonl_rows(path: str, columns: Mapping[str, str]) -> Iterator[tuple[str, dict[str, Any] | RecordError]]:
+    with Path(path).open("rb") as fh:  # bytes: one line that is not UTF-8 is that row's reject, not the file's
+        for lineno, data in enumerate(fh, start=1):
+            row_id = f"{path}:{lineno}"
+            try:
+                line = data.decode("utf-8-sig" if lineno == 1 else "utf-8")  # a leading BOM is not part of the row
+            except UnicodeDecodeError as exc:
+                yield row_id, _not_utf8(f"{path} line {lineno}", data, exc)
+                continue
+            if not line.strip():
+                continue
+            try:
+                raw = json.loads(line)
+            except json.JSONDecodeError as exc:
+                yield row_id, RecordError("bad_json", str(exc))
+                continue
+            if not isinstance(raw, dict):
+                yield row_id, RecordError("bad_json", "line is not a JSON object")
+                continue
+            yield row_id, _mapped(raw, columns)
+
+
+def _parquet_rows(path: str, columns: Mapping[str, str]) -> Iterator[tuple[str, dict[str, Any] | RecordError]]:
+    """Parquet does not check that a string column holds UTF-8; pyarrow fails the whole batch on converting one bad
+    value, so such a batch is converted row by row and only the bad rows are rejected."""
+    import pyarrow.parquet as pq
+
+    i = 0
+    for batch in pq.ParquetFile(path).iter_batches():
+        try:
+            rows = batch.to_pylist()
+        except UnicodeDecodeError:
+            rows = [_parquet_row(path, i + j, batch.slice(j, 1)) for j in range(batch.num_rows)]
+        for raw in rows:
+            yield f"{path}:{i}", raw if isinstance(raw, RecordError) else _mapped(raw, columns)
+            i += 1
+
+
+def _parquet_row(path: str, index: int, row) -> dict[str, Any] | RecordError:
+    try:
+        return row.to_pylist()[0]
+    except UnicodeDecodeError as exc:
+        bad = next(n for n in row.column_names if not _decodes(row.column(n)))
+        value = row.column(bad).cast("binary")[0].as_py()
+        return _not_utf8(f"{path} row {index} column {bad!r}", value, exc)
+
+
+def _decodes(column) -> bool:
+    try:
+        column.to_pylist()
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def _not_utf8(where: str, data: bytes, exc: UnicodeDecodeError) -> RecordError:
+    """`not_utf8` naming the row and the first bad byte; latin-1 or cp1252 files are the usual cause."""
+    column = exc.start + 1
+    return RecordError(
+        NOT_UTF8,
+        f"{where}: byte 0x{data[exc.start]:02x} at position {column} is not UTF-8 ({exc.reason}); save the text as "
+        "UTF-8 (a latin-1 file: iconv -f latin1 -t utf-8)",
+    )
 
 
 def read_hf(dataset: str, config: str | None, split: str, columns: Mapping[str, str], limit: int | None):

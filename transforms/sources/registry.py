@@ -1,12 +1,25 @@
-"""Prompt source kinds selectable in params `prompts.sources`; each kind validates its own keys."""
+"""Prompt source kinds selectable in params `prompts.sources`; each kind validates its own keys, and `check()` finds
+what a run would fail on (a missing file) before any record is read."""
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from rewardmill.pipelines.config import from_dict
 from rewardmill.transforms.sources import arithmetic, code_basics, files, humaneval
 from rewardmill.transforms.sources.normalize import RecordError
+
+
+class PromptSource(Protocol):
+    """What the prompts stage needs of a source kind."""
+
+    name: str
+
+    def check(self) -> None:
+        """Raise what reading would fail on at once (a missing file), before the pipeline is built."""
+
+    def records(self) -> Iterator[tuple[str, dict[str, Any] | RecordError]]:
+        """(row_id, record) or (row_id, RecordError): a bad row is that row's reject."""
 
 
 @dataclass(frozen=True)
@@ -16,6 +29,9 @@ class ArithmeticSource:
     count: int = 64  # how many problems
     seed: int = 0
     levels: tuple[int, ...] = (1, 2, 3, 4)  # difficulty levels, cycled
+
+    def check(self) -> None:
+        """Nothing to check: built in."""
 
     def records(self) -> Iterator[tuple[str, dict[str, Any] | RecordError]]:
         for i, record in enumerate(arithmetic.generate(self.count, self.seed, self.levels)):
@@ -29,6 +45,13 @@ class FileSource:
     kind: str = "file"
     task: str = "math"  # default task when rows carry none
     columns: dict = field(default_factory=dict)  # prompt field -> file column
+
+    def __post_init__(self):
+        files.check_mapping(self.columns)
+
+    def check(self) -> None:
+        """The file exists and a reader takes its suffix."""
+        files.check_file(self.path)
 
     def records(self):
         yield from files.read_file(self.path, self.columns)
@@ -45,6 +68,12 @@ class HFDatasetSource:
     limit: int | None = None
     columns: dict = field(default_factory=dict)
 
+    def __post_init__(self):
+        files.check_mapping(self.columns)
+
+    def check(self) -> None:
+        """Nothing before reading: `datasets` resolves a hub id or a local path itself (and names what it misses)."""
+
     def records(self):
         yield from files.read_hf(self.dataset, self.config, self.split, self.columns, self.limit)
 
@@ -58,6 +87,9 @@ class HumanEvalSource:
 
     def __post_init__(self):
         _check_limit(self.limit)
+
+    def check(self) -> None:
+        """Nothing to check: built in."""
 
     def records(self):
         for record in humaneval.generate(self.limit):
@@ -73,6 +105,9 @@ class CodeBasicsSource:
 
     def __post_init__(self):
         _check_limit(self.limit)
+
+    def check(self) -> None:
+        """Nothing to check: built in."""
 
     def records(self):
         for record in code_basics.generate(self.limit):
@@ -93,7 +128,7 @@ SOURCE_KINDS = {
 }
 
 
-def parse_source(raw: Any, where: str):
+def parse_source(raw: Any, where: str) -> PromptSource:
     if not isinstance(raw, dict) or "kind" not in raw:
         raise ValueError(f"params.yaml: '{where}' must be a mapping with a 'kind' in {sorted(SOURCE_KINDS)}")
     if raw["kind"] not in SOURCE_KINDS:

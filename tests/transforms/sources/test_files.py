@@ -151,6 +151,23 @@ def test_jsonl_unknown_mapping_raises(tmp_path):
         list(read_file(path, {"question": "q"}))
 
 
+def test_a_line_that_is_not_utf8_is_that_rows_reject_naming_file_line_and_byte(tmp_path):
+    """One latin-1 line used to fail the whole source with a UnicodeDecodeError traceback; now it is one not_utf8
+    reject and the rows around it go on."""
+    path = tmp_path / "p.jsonl"
+    path.write_bytes(b'{"prompt": "a"}\n{"prompt": "caf\xe9"}\n{"prompt": "b"}\n')
+    [first, (row_id, error), last] = list(read_file(str(path), {}))
+    assert first == (f"{path}:1", {"prompt": "a"}) and last == (f"{path}:3", {"prompt": "b"})
+    assert row_id == f"{path}:2" and isinstance(error, RecordError) and error.reason == "not_utf8"
+    assert f"{path} line 2" in error.detail and "0xe9 at position 16" in error.detail and "UTF-8" in error.detail
+
+
+def test_a_leading_byte_order_mark_is_not_part_of_the_first_row(tmp_path):
+    path = tmp_path / "p.jsonl"
+    path.write_bytes(b'\xef\xbb\xbf{"prompt": "a"}\n')
+    assert as_results(read_file(str(path), {})) == [(f"{path}:1", {"prompt": "a"})]
+
+
 # --- read_file: Parquet --------------------------------------------------------------------------------------------
 
 
@@ -180,6 +197,17 @@ def test_parquet_nested_messages(tmp_path):
     assert as_results(read_file(str(path), {})) == [(f"{path}:0", {"messages": messages, "task": "open"})]
 
 
+def test_parquet_text_that_is_not_utf8_rejects_only_its_row(tmp_path):
+    """Parquet does not check a string column's bytes, and pyarrow fails a whole batch on one bad value."""
+    path = tmp_path / "p.parquet"
+    good = pa.array([b"q1", b"caf\xe9", b"q3"], pa.binary())
+    pq.write_table(pa.table({"prompt": pa.Array.from_buffers(pa.string(), 3, good.buffers())}), path)
+    results = list(read_file(str(path), {}))
+    assert [r for _, r in results if not isinstance(r, RecordError)] == [{"prompt": "q1"}, {"prompt": "q3"}]
+    [(row_id, error)] = [(i, r) for i, r in results if isinstance(r, RecordError)]
+    assert row_id == f"{path}:1" and error.reason == "not_utf8" and f"{path} row 1 column 'prompt'" in error.detail
+
+
 # --- read_file: unusable paths -------------------------------------------------------------------------------------
 
 
@@ -199,6 +227,17 @@ def test_unsupported_suffix(tmp_path, name):
     path.write_text('{"prompt": "a"}\n')
     with pytest.raises(ValueError, match="unsupported prompt file type"):
         list(read_file(str(path), {}))
+
+
+@pytest.mark.parametrize("name", ["p.csv", "folder"])
+def test_a_file_no_reader_takes_is_a_user_error(tmp_path, name):
+    from rewardmill.transforms.errors import UserError
+
+    path = tmp_path / name
+    path.mkdir() if name == "folder" else path.write_text("prompt\na\n")
+    with pytest.raises(files.SourceFileError) as exc:
+        files.check_file(str(path))
+    assert isinstance(exc.value, UserError) and str(path) in str(exc.value)
 
 
 def test_missing_file(tmp_path):

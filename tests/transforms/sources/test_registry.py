@@ -101,6 +101,11 @@ def test_parse_source_bad_kind(raw, match):
         ({"name": "a", "kind": "arithmetic", "levels": [1, "2"]}, ["prompts.sources[0].levels[1]"]),
         # columns must be a mapping
         ({"name": "f", "kind": "file", "path": "p", "columns": ["q"]}, ["prompts.sources[0].columns", "mapping"]),
+        # a mapping onto a field prompts do not have fails when params load, not when the first row is read
+        (
+            {"name": "f", "kind": "file", "path": "p", "columns": {"question": "q"}},
+            ["'prompts.sources[0]'", "question"],
+        ),
     ],
 )
 def test_parse_source_rejects(raw, fragments):
@@ -163,3 +168,11 @@ def test_parse_source_does_not_mutate_raw():
     raw = {"name": "a", "kind": "arithmetic", "levels": [1, 2]}
     parse_source(raw, WHERE)
     assert raw == {"name": "a", "kind": "arithmetic", "levels": [1, 2]}
+
+
+def test_check_finds_a_missing_file_before_any_record_is_read(tmp_path):
+    """The prompts stage and the check stage call check() before Beam runs; built-in kinds have nothing to check."""
+    source = parse_source({"name": "f", "kind": "file", "path": str(tmp_path / "nope.jsonl")}, "prompts.sources[0]")
+    with pytest.raises(FileNotFoundError, match="nope.jsonl"):
+        source.check()
+    parse_source({"name": "a", "kind": "arithmetic"}, "prompts.sources[0]").check()
