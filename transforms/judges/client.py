@@ -75,7 +75,10 @@ class BackendConfig:
     # openai: what identifies the served weights (e.g. a revision or digest). It joins `base_url|model` in the label
     # and call cache keys, so a model swapped behind the same URL is not served the old model's labels.
     fingerprint: str | None = None
-    max_concurrency: int = 4  # openai: requests in flight at once
+    # openai: the most requests in flight at once. The client finds what the server takes below it (starting at 1;
+    # concurrency.py), so a serial CPU server gets one at a time and a hosted API ramps up to it.
+    max_concurrency: int = 4
+    adaptive_concurrency: bool = True  # openai: false = always max_concurrency in flight (a server known to take it)
     max_retries: int = 4  # openai: retries on 429 / 5xx / timeouts / connection errors only, exponential backoff
     request_timeout: float = 60.0  # openai: seconds per attempt
     # openai: the longest wait a server's Retry-After gets (our own backoff stops at 30 s; a rate-limited hosted API

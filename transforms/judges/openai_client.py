@@ -1,6 +1,10 @@
 """Judge client for any OpenAI-compatible chat endpoint: a hosted API, `vllm serve`, `transformers serve`.
 
-Requests go out `config.max_concurrency` at a time. Only transient failures are retried (429, 5xx, timeouts,
+Requests go out as many at a time as the server takes (concurrency.py: an AdaptiveLimit starts at 1, halves on 429,
+5xx, timeouts and refused connections, grows while latency stays flat and shrinks when it grows with concurrency),
+never more than `config.max_concurrency`; `adaptive_concurrency: false` pins it at `max_concurrency`. A request waits
+for a slot before it goes on the wire, so its `request_timeout` (per attempt) only runs while the server has it, and
+each retry waits for a slot again. Only transient failures are retried (429, 5xx, timeouts,
 connection errors), with exponential backoff and jitter (tenacity; the openai client's own retries are off so the
 budget is counted in one place). A request that still fails comes back as a JudgeResponse with `error`; a 4xx other
 than 429 is a bug in the request and is not retried. The API key is read from the environment variable named by
@@ -12,10 +16,12 @@ import logging
 import os
 import re
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from urllib.parse import urlparse
 
 from rewardmill.transforms.judges.client import BackendConfig, Completion, JudgeRequest, JudgeResponse, TokenLogprob
+from rewardmill.transforms.judges.concurrency import AdaptiveLimit
 
 log = logging.getLogger("rewardmill")
 
@@ -78,17 +84,22 @@ class OpenAIJudgeClient:
         self._client = None
         self._lock = threading.Lock()
         self._usage = self._zero_usage()
+        self._limit = self._new_limit()
+
+    def _new_limit(self) -> AdaptiveLimit:
+        return AdaptiveLimit(max(1, self.config.max_concurrency), adaptive=self.config.adaptive_concurrency)
 
     @staticmethod
     def _zero_usage() -> dict[str, int]:
         return {"requests": 0, "retries": 0, "failures": 0, "prompt_tokens": 0, "completion_tokens": 0}
 
-    def __getstate__(self):  # settings only: no client (it holds the key), no lock
-        return {**self.__dict__, "_client": None, "_lock": None, "_usage": self._zero_usage()}
+    def __getstate__(self):  # settings only: no client (it holds the key), no lock, no learned limit
+        return {**self.__dict__, "_client": None, "_lock": None, "_usage": self._zero_usage(), "_limit": None}
 
     def __setstate__(self, state):
         self.__dict__.update(state)
         self._lock = threading.Lock()
+        self._limit = self._new_limit()  # each worker finds what its server takes
 
     def __repr__(self) -> str:
         return (
@@ -97,8 +108,10 @@ class OpenAIJudgeClient:
         )
 
     def usage(self) -> dict[str, int]:
+        """Calls, retries, failures and tokens so far, and the concurrency limit: now (the final one once the work is
+        done), its peak, and how often it was lowered."""
         with self._lock:
-            return dict(self._usage)
+            return {**self._usage, **self._limit.stats()}
 
     def close(self) -> None:
         if self._client is not None:
@@ -183,10 +196,22 @@ class OpenAIJudgeClient:
             )
 
         retry = retrying(self.config, self.backoff, self.max_backoff, before_sleep)
-        response = retry(self._openai().chat.completions.create, **kwargs)
+        response = retry(self._attempt, **kwargs)
         completions = [_completion(choice) for choice in sorted(response.choices, key=lambda c: c.index)]
         usage = response.usage
         return completions, (usage.prompt_tokens or 0) if usage else 0, (usage.completion_tokens or 0) if usage else 0
+
+    def _attempt(self, **kwargs):
+        """One request on the wire, in a slot of the adaptive limit; its answer (or failure) moves the limit."""
+        ticket = self._limit.acquire()  # waiting here costs no timeout: the clock starts on the wire
+        start = time.monotonic()
+        try:
+            response = self._openai().chat.completions.create(**kwargs)
+        except BaseException as exc:  # whatever ends the attempt gives its slot back
+            (self._limit.overloaded if is_retryable(exc) else self._limit.released)(ticket)
+            raise
+        self._limit.succeeded(ticket, time.monotonic() - start)
+        return response
 
     def _redact(self, text: str) -> str:
         return redact(text, self.config.api_key_env)

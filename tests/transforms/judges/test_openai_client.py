@@ -43,6 +43,9 @@ def test_real_server_greedy_completion_is_reproducible_and_counted(judge_server,
         "failures": 0,
         "prompt_tokens": first.prompt_tokens,
         "completion_tokens": first.completion_tokens,
+        "concurrency_limit": 1,  # one answer: the limit starts at 1 and needs two to move
+        "concurrency_peak": 1,
+        "concurrency_decreases": 0,
     }
     assert first.prompt_tokens > 0
     assert client.model_id == f"{judge_server}/v1|{policy_dir}"
