@@ -3,8 +3,11 @@
 From params and the caches' state (params `cache.root`), per stage: the units it reads and how many its caches
 answer whole, the model requests it would send (judge calls, policy samples, prefixes to continue) and those its
 call caches answer, input tokens, the most output tokens, and money at params `prices`. A stage whose input is not
-built yet says which `dvc repro` target makes it. The label, steps and rollouts stages use the same plans to admit
-work under their `budget`.
+built yet says which `dvc repro` target makes it. A plan predicts the whole run the params describe: when the rollouts
+stage will rerun (its output missing, or its manifest's params hash, prompts digest or policy fingerprints differ from
+what params and inputs give now), the label and steps stages are planned against the rollouts it will write, not
+the stale ones on disk (transforms/planning/upstream.py). The label, steps and rollouts stages use the same plans to
+admit work under their `budget`, always against the rows they are handed.
 
 rewardmill plan                         # every stage
 rewardmill plan --stage label@appeal    # one stage (repeat --stage for more), as dvc.yaml names it
@@ -18,14 +21,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rewardmill.pipelines.config import cache_root as params_cache_root
-from rewardmill.pipelines.config import from_dict, load_section, read_params
+from rewardmill.pipelines.config import from_dict, load_section, params_hash, read_params
 from rewardmill.pipelines.settings import stage_names
-from rewardmill.pipelines.stage import read_manifest
+from rewardmill.pipelines.stage import MANIFEST, digest_path, read_manifest
 from rewardmill.schemas import PROMPT_V1, ROLLOUT_V2
 from rewardmill.transforms.io import storage
 from rewardmill.transforms.io.parquet import read_rows
 from rewardmill.transforms.planning.spend import Prices, StagePlan
 from rewardmill.transforms.planning.tokens import TokenCounter
+from rewardmill.transforms.planning.upstream import predicted_rollouts, stale_reasons
 
 CACHE_FOLDERS = {"rollouts": "rollouts", "label": "labels", "steps": "steps"}  # dvc.yaml: --cache ${cache.root}/...
 NO_CALLS = ("model", "prompts", "assemble", "evaluate", "validate", "export")  # compute only, no model calls
@@ -61,6 +65,83 @@ def missing(stage: str, unit: str, what: str, target: str) -> StagePlan:
     return plan
 
 
+@dataclass
+class Rollouts:
+    """What the label and steps stages of one plan read: the rollouts on disk while the rollouts stage will not
+    rerun, else the rows it will write (`placeholders` of them not sampled yet). `missing`: (what, dvc target) when
+    neither can be had."""
+
+    rows: list[dict] | None = None
+    policies: dict | None = None  # the manifest's `policies` (what the steps stage reads)
+    placeholders: int = 0
+    note: str | None = None
+    missing: tuple[str, str] | None = None
+
+    def plan_missing(self, stage: str, unit: str) -> StagePlan:
+        what, target = self.missing
+        return missing(stage, unit, what, target)
+
+    def annotate(self, plan: StagePlan) -> StagePlan:
+        if self.note:
+            plan.notes.append(self.note)
+        if self.placeholders and plan.send.requests:  # calls on answers not sampled yet: at most this many
+            plan.bound = True
+        return plan
+
+
+def prompts_note(paths: Paths) -> str | None:
+    """A note when data/prompts is not what params `prompts` describe (the plan does not predict prompts)."""
+    from rewardmill.pipelines.prompts import STAGE, PromptsConfig
+
+    if not storage.exists(storage.join(paths.prompts, MANIFEST)):
+        return None
+    recorded = read_manifest(paths.prompts).get("params_hash")
+    if recorded == params_hash(load_section(PromptsConfig, STAGE)):
+        return None
+    return (
+        f"{paths.prompts} was built from other `prompts` params than params.yaml's: planned against the prompts on "
+        "disk; `dvc repro prompts` first for an exact plan"
+    )
+
+
+def rollouts_to_plan(paths: Paths, cfg=None) -> Rollouts:
+    """The rollouts the stages after `rollouts` will read in the run params describe (see the module docstring)."""
+    from rewardmill.pipelines.rollouts import STAGE, RolloutsConfig, policies_record
+
+    cfg = cfg or load_section(RolloutsConfig, STAGE)
+    built = storage.exists(paths.rollouts)
+    has_manifest = built and storage.exists(storage.join(paths.rollouts, MANIFEST))
+    if built and not has_manifest:  # not written by the stage (a hand-made folder): nothing to compare with
+        return Rollouts(read_rows(paths.rollouts, ROLLOUT_V2))
+    if not storage.exists(paths.prompts):
+        if built:  # no prompts to compare with or to sample from: the rows on disk are all there is
+            return Rollouts(read_rows(paths.rollouts, ROLLOUT_V2), read_manifest(paths.rollouts).get("policies", {}))
+        return Rollouts(missing=(paths.rollouts, "rollouts"))  # which builds the prompts too
+    if not Path(paths.model).is_dir():
+        if built:
+            return Rollouts(read_rows(paths.rollouts, ROLLOUT_V2), read_manifest(paths.rollouts).get("policies", {}))
+        return Rollouts(missing=(paths.rollouts, "rollouts"))
+    members = cfg.pool(paths.model)
+    manifest = read_manifest(paths.rollouts) if built else None
+    fingerprints = {m.name: m.info.fingerprint for m in members}  # as policies_record writes them
+    reasons = stale_reasons(manifest, params_hash(cfg), {"prompts": digest_path(paths.prompts)}, fingerprints)
+    if not reasons:
+        return Rollouts(read_rows(paths.rollouts, ROLLOUT_V2), manifest.get("policies", {}))
+    prompts = read_rows(paths.prompts, PROMPT_V1)
+    rows, placeholders = predicted_rollouts(prompts, members, cfg.sampling(), paths.rollouts_cache)
+    note = (
+        f"planned against the {len(rows)} rollouts the rollouts stage will write ({len(prompts)} prompts x "
+        f"{len(members)} {'policies' if len(members) > 1 else 'policy'} x n={cfg.n}), not {paths.rollouts}: "
+        f"{'; '.join(reasons)}"
+    )
+    if placeholders:
+        note += (
+            f". {placeholders} of them are not sampled yet: each counts as judged, at "
+            f"max_new_tokens={cfg.max_new_tokens} tokens (an upper bound)"
+        )
+    return Rollouts(rows, policies_record(members), placeholders, note)
+
+
 def plan_rollouts_stage(paths: Paths, prices: Prices, cfg=None) -> StagePlan:
     from rewardmill.pipelines.rollouts import STAGE, RolloutsConfig
     from rewardmill.transforms.planning.rollout_plan import plan_rollouts
@@ -75,21 +156,45 @@ def plan_rollouts_stage(paths: Paths, prices: Prices, cfg=None) -> StagePlan:
     return plan_rollouts(cfg, prompts, members, paths.rollouts_cache, prices, TokenCounter(paths.model))
 
 
-def plan_label_stage(name: str, paths: Paths, prices: Prices, params=None, seen: set[str] | None = None) -> StagePlan:
+def plan_label_stage(
+    name: str,
+    paths: Paths,
+    prices: Prices,
+    params=None,
+    seen: set[str] | None = None,
+    rollouts: Rollouts | None = None,
+) -> StagePlan:
+    """`rollouts`: what the run will hand the stage (`rewardmill plan`); None = the rows at paths.rollouts, as the
+    stage's own budget admission reads them."""
     from rewardmill.pipelines.label import LabelerParams, resolve
     from rewardmill.transforms.planning.label_plan import plan_label
 
     params = params or load_section(LabelerParams, "labelers", key=name)
     cls, config = resolve(name, params)
     stage = f"label@{name}"
-    if not storage.exists(paths.rollouts):
-        return missing(stage, "rollouts", paths.rollouts, "rollouts")
-    rows = read_rows(paths.rollouts, ROLLOUT_V2)
+    rollouts = rollouts or on_disk(paths)
+    if rollouts.missing:
+        return rollouts.plan_missing(stage, "rollouts")
     counter = TokenCounter(paths.model)
-    return plan_label(stage, cls, config, rows, params.tasks, paths.label_cache, prices, counter, seen)
+    plan = plan_label(stage, cls, config, rollouts.rows, params.tasks, paths.label_cache, prices, counter, seen)
+    return rollouts.annotate(plan)
 
 
-def plan_steps_stage(name: str, paths: Paths, prices: Prices, params=None, seen: set[str] | None = None) -> StagePlan:
+def on_disk(paths: Paths) -> Rollouts:
+    """The rollouts at paths.rollouts as they are."""
+    if not storage.exists(paths.rollouts):
+        return Rollouts(missing=(paths.rollouts, "rollouts"))
+    return Rollouts(read_rows(paths.rollouts, ROLLOUT_V2))
+
+
+def plan_steps_stage(
+    name: str,
+    paths: Paths,
+    prices: Prices,
+    params=None,
+    seen: set[str] | None = None,
+    rollouts: Rollouts | None = None,
+) -> StagePlan:
     from rewardmill.pipelines.steps import Chosen, StepsParams, continuation_model, resolve, select
     from rewardmill.transforms.planning.steps_plan import plan_steps
     from rewardmill.transforms.sampling.policy import model_identity
@@ -99,11 +204,12 @@ def plan_steps_stage(name: str, paths: Paths, prices: Prices, params=None, seen:
     params = params or load_section(StepsParams, "steps", key=name)
     config = resolve(name, params)
     stage = f"steps@{name}"
-    if not storage.exists(paths.rollouts):
-        return missing(stage, "selected rollouts", paths.rollouts, "rollouts")
-    policies = read_manifest(paths.rollouts).get("policies", {})
+    rollouts = rollouts or on_disk(paths)
+    if rollouts.missing:
+        return rollouts.plan_missing(stage, "selected rollouts")
+    policies = read_manifest(paths.rollouts).get("policies", {}) if rollouts.policies is None else rollouts.policies
     model = continuation_model(name, params.policy, policies, paths.model)
-    rows = read_rows(paths.rollouts, ROLLOUT_V2)
+    rows = rollouts.rows
     chosen, _ = select(rows, params.tasks, params.max_rollouts, params.policy)
     if config.reference != "given":  # the prompts' majority answers, voted as the stage votes them
         chosen = attach_all(rows, chosen, config.reference, config.pseudo_reference, Chosen(params, None))
@@ -117,7 +223,7 @@ def plan_steps_stage(name: str, paths: Paths, prices: Prices, params=None, seen:
     calls = cache and f"{cache}/calls"
     plan = plan_steps(name, config, chosen, continuer, model, calls, prices, TokenCounter(model), seen)
     plan.notes.append(f"a request is one prefix's k={config.k} continuations")
-    return plan
+    return rollouts.annotate(plan)
 
 
 def dag_stages() -> list[str]:
@@ -125,15 +231,22 @@ def dag_stages() -> list[str]:
     return stage_names(read_params())
 
 
-def plan_stage(stage: str, paths: Paths, prices: Prices, seen: set[str]) -> StagePlan:
-    """`seen`: what the stages planned before this one will send (they share the caches, in DAG order)."""
+def plan_stage(
+    stage: str, paths: Paths, prices: Prices, seen: set[str], rollouts: Rollouts | None = None
+) -> StagePlan:
+    """`seen`: what the stages planned before this one will send (they share the caches, in DAG order);
+    `rollouts`: what the label and steps stages will read (default: `rollouts_to_plan`)."""
     kind, _, name = stage.partition("@")
     if stage == "rollouts":
-        return plan_rollouts_stage(paths, prices)
+        plan = plan_rollouts_stage(paths, prices)
+        note = prompts_note(paths)
+        if note:
+            plan.notes.append(note)
+        return plan
     if kind == "label" and name:
-        return plan_label_stage(name, paths, prices, seen=seen)
+        return plan_label_stage(name, paths, prices, seen=seen, rollouts=rollouts or rollouts_to_plan(paths))
     if kind == "steps" and name:
-        return plan_steps_stage(name, paths, prices, seen=seen)
+        return plan_steps_stage(name, paths, prices, seen=seen, rollouts=rollouts or rollouts_to_plan(paths))
     if stage in NO_CALLS:
         plan = StagePlan(stage, "-")
         plan.notes.append("computes in-process; no model calls to plan")
@@ -184,7 +297,9 @@ def main(argv: list[str] | None = None) -> None:
     prices = load_prices()
     stages = args.stage or dag_stages()
     seen: set[str] = set()
-    plans = [plan_stage(stage, paths, prices, seen) for stage in stages]
+    downstream = any(s.partition("@")[0] in ("label", "steps") for s in stages)
+    rollouts = rollouts_to_plan(paths) if downstream else None  # once: every label and steps stage reads the same
+    plans = [plan_stage(stage, paths, prices, seen, rollouts) for stage in stages]
     if args.json:
         json.dump([p.summary() for p in plans], sys.stdout, indent=2)
         print()

@@ -4,13 +4,17 @@ repeating a call, after which the plan finds nothing left to send. That the plan
 by stage, is checked on the demo DAG in tests/e2e/test_dvc_repro.py."""
 
 import json
+from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
 
 from rewardmill.pipelines import label, plan
-from rewardmill.schemas import ROLLOUT_V2
-from rewardmill.transforms.io.parquet import rows_to_table, write_table
+from rewardmill.pipelines.stage import write_manifest
+from rewardmill.schemas import PROMPT_V1, ROLLOUT_V2
+from rewardmill.transforms.io.parquet import read_rows, rows_to_table, write_table
+from rewardmill.transforms.planning.upstream import predicted_rollouts
+from rewardmill.transforms.sampling.policy import FINGERPRINT_FILE, PolicyInfo
 from tests.conftest import tiny_params
 from tests.pipelines.test_label_and_assemble import rollout
 
@@ -89,3 +93,114 @@ def test_plan_names_the_stage_to_run_first_when_its_input_is_missing(tmp_path, p
     plan.main(["--stage", "label@appeal", "--rollouts", str(tmp_path / "nothing"), "--model", str(policy_dir)])
     out = capsys.readouterr().out
     assert "`dvc repro rollouts` first" in out
+
+
+# --- a plan predicts the run the params describe, not the outputs on disk --------------------------------------------
+
+
+def tokenizer_only_model(folder: Path) -> Path:
+    """A model folder the plan can read without weights: a whitespace tokenizer with a chat template, and the model
+    stage's fingerprint file (no model is loaded or run)."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    tok = Tokenizer(models.WordLevel({"[UNK]": 0}, unk_token="[UNK]"))
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="[UNK]")
+    fast.chat_template = "{% for m in messages %}{{ m['role'] }}: {{ m['content'] }}\n{% endfor %}assistant:"
+    fast.save_pretrained(folder)
+    info = PolicyInfo(name="tiny", source="test", fingerprint="f" * 64)
+    (folder / FINGERPRINT_FILE).write_text(json.dumps(info.__dict__))
+    return folder
+
+
+def prompt_row(i: int) -> dict:
+    messages = [{"role": "user", "content": f"What is {i} + 1?"}]
+    return {
+        "prompt_id": f"q{i}",
+        "source": "test",
+        "task": "math",
+        "messages": messages,
+        "reference": str(i + 1),
+        "tests": None,
+        "rubric": None,
+        "constraints": None,
+        "split": "train",
+        "metadata": None,
+    }
+
+
+@pytest.fixture
+def built_with_n4(tmp_path, params_file):
+    """prompts, a model folder and the rollouts stage's output (rows and manifest) as params with rollouts.n=4 built
+    them; returns (project folder, params)."""
+    from rewardmill.pipelines.config import from_dict
+    from rewardmill.pipelines.rollouts import RolloutsConfig, policies_record
+
+    model = tokenizer_only_model(tmp_path / "model")
+    params = tiny_params()
+    params["rollouts"].update(n=4, max_new_tokens=8)
+    params["labelers"] = labelers(model)
+    params_file(params)
+    prompts = tmp_path / "prompts"
+    prompts.mkdir()
+    write_table(rows_to_table([prompt_row(i) for i in range(3)], PROMPT_V1), str(prompts / "part-00000.parquet"))
+    cfg = from_dict(RolloutsConfig, params["rollouts"], "rollouts")
+    members = cfg.pool(str(model))
+    rows, _ = predicted_rollouts(read_rows(str(prompts), PROMPT_V1), members, cfg.sampling(), None)
+    # wrong, so the appeal judges every one; and each its own text, so no two share a judge call
+    rows = [{**r, "completion": f"The answer is 0, try {'abcd'[r['sample_index']]}."} for r in rows]
+    (tmp_path / "rollouts").mkdir()
+    write_table(rows_to_table(rows, ROLLOUT_V2), str(tmp_path / "rollouts" / "part-00000-of-00001.parquet"))
+    extra = {"policies": policies_record(members)}
+    write_manifest(tmp_path / "rollouts", stage="rollouts", schema=ROLLOUT_V2, config=cfg, inputs={"prompts": prompts},
+                   extra=extra)  # fmt: skip
+    return tmp_path, params
+
+
+def plan_all(project, capsys) -> dict[str, dict]:
+    capsys.readouterr()
+    args = ["--json", "--prompts", str(project / "prompts"), "--rollouts", str(project / "rollouts")]
+    plan.main([*args, "--model", str(project / "model"), "--cache-root", str(project / "cache")])
+    return {p["stage"]: p for p in json.loads(capsys.readouterr().out)}
+
+
+def test_judges_are_planned_against_the_rollouts_on_disk_while_they_are_current(built_with_n4, capsys):
+    project, _ = built_with_n4
+    plans = plan_all(project, capsys)
+    assert plans["rollouts"]["requests"] == 3 * 4  # no rollout cache: the stage would sample them again
+    assert plans["label@panel"]["rows"] == 3 * 4 and plans["label@panel"]["requests"] == 3 * 4 * 3  # 3 personas
+    assert plans["label@appeal"]["requests"] == 3 * 4  # math_answer rejects every one
+    assert not plans["label@panel"]["requests_bound"] and not plans["label@panel"]["notes"]
+
+
+def test_after_rollouts_n_changes_the_judges_are_planned_for_the_new_n(built_with_n4, params_file, capsys):
+    project, params = built_with_n4
+    params["rollouts"]["n"] = 8  # `dvc exp run -S rollouts.n=8`: the rollouts on disk have 4 samples a prompt
+    params_file(params)
+    plans = plan_all(project, capsys)
+    assert plans["rollouts"]["requests"] == 3 * 8
+    panel, appeal = plans["label@panel"], plans["label@appeal"]
+    assert panel["rows"] == 3 * 8 and panel["requests"] == 3 * 8 * 3  # every persona on each of 8 rollouts a prompt
+    assert appeal["rows"] == 3 * 8 and appeal["requests"] == 3 * 8  # at most: the answers are not sampled yet
+    assert appeal["requests_bound"] and panel["requests_bound"]
+    (note,) = appeal["notes"]
+    assert "planned against the 24 rollouts the rollouts stage will write (3 prompts x 1 policy x n=8)" in note
+    assert "its params changed since it was built" in note and "24 of them are not sampled yet" in note
+
+
+def test_changed_prompts_are_a_stale_rollouts_output_too(built_with_n4, capsys):
+    project, _ = built_with_n4
+    rows = [prompt_row(i) for i in range(4)]  # a fourth prompt since the rollouts were built
+    write_table(rows_to_table(rows, PROMPT_V1), str(project / "prompts" / "part-00000.parquet"))
+    plans = plan_all(project, capsys)
+    assert plans["label@panel"]["rows"] == 4 * 4 and plans["label@panel"]["requests"] == 4 * 4 * 3
+    assert "its inputs changed since it was built (prompts)" in plans["label@panel"]["notes"][0]
+
+
+def test_a_stage_admitting_under_its_budget_reads_the_rollouts_it_is_handed(built_with_n4, params_file):
+    project, params = built_with_n4
+    params["rollouts"]["n"] = 8  # stale for `plan`, but the label stage labels what it is given
+    params_file(params)
+    paths = plan.plan_paths(str(project / "cache"), rollouts=str(project / "rollouts"), model=str(project / "model"))
+    assert plan.plan_label_stage("panel", paths, plan.load_prices()).send.requests == 3 * 4 * 3
