@@ -9,7 +9,10 @@ import dataclasses
 import importlib.util
 import json
 import re
+import sys
 from pathlib import Path
+
+from rewardmill.transforms.errors import UserError
 
 LABELER_TEMPLATE = '''"""{cls}: TODO one line on what it checks and why it is a useful reward signal."""
 
@@ -84,7 +87,7 @@ def add_to_registry(init: Path, name: str, cls: str) -> None:
     import_line = f"{prefix}{name} import {cls}\n"
     marker = "# `rewardmill new-labeler NAME` adds its import above and its entry below.\n"
     if marker not in lines or "LABELERS = {\n" not in lines:
-        raise SystemExit(f"{init}: registry markers not found; add {cls} to LABELERS by hand")
+        raise UserError(f"{init}: registry markers not found; add {cls} to LABELERS by hand")
     imports = [i for i, line in enumerate(lines) if line.startswith(prefix)]
     if import_line not in lines:
         at = next((i for i in imports if lines[i] > import_line), imports[-1] + 1 if imports else lines.index(marker))
@@ -112,7 +115,7 @@ def add_to_params(params: Path, name: str, defaults: dict | None = None) -> None
     lines = params.read_text().splitlines(keepends=True)
     start = next((i for i, line in enumerate(lines) if re.match(r"^labelers:\s*(#.*)?$", line)), None)
     if start is None:
-        raise SystemExit(f"{params}: no top-level `labelers:` section")
+        raise UserError(f"{params}: no top-level `labelers:` section")
     end = next((i for i in range(start + 1, len(lines)) if re.match(r"^\S", lines[i])), len(lines))
     while end > start + 1 and not lines[end - 1].strip():
         end -= 1
@@ -132,20 +135,40 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     name, root = args.name, args.root
     if not re.fullmatch(r"[a-z][a-z0-9_]*", name):
-        raise SystemExit(f"labeler name {name!r} must be snake_case (a-z, 0-9, _), starting with a letter")
+        raise UserError(f"labeler name {name!r} must be snake_case (a-z, 0-9, _), starting with a letter")
     cls = class_name(name)
     source = root / "transforms/labelers" / f"{name}.py"
     test = root / "tests/transforms/labelers" / f"test_{name}.py"
     params = root / "params.yaml"
     for path in (source, test):
         if path.exists():
-            raise SystemExit(f"{path} exists already; nothing was changed")
+            raise UserError(f"{path} exists already; nothing was changed")
     if re.search(rf"^  {re.escape(name)}:", params.read_text(), flags=re.M):
-        raise SystemExit(f"{params}: labelers.{name} exists already; nothing was changed")
+        raise UserError(f"{params}: labelers.{name} exists already; nothing was changed")
     source.write_text(LABELER_TEMPLATE.format(name=name, cls=cls))
     test.parent.mkdir(parents=True, exist_ok=True)
     test.write_text(TEST_TEMPLATE.format(name=name, cls=cls))
     add_to_registry(root / "transforms/labelers/__init__.py", name, cls)
     add_to_params(params, name, config_defaults(source, cls))
     print(f"created {source}\ncreated {test}\nregistered {cls} as '{name}' in transforms/labelers/__init__.py")
-    print(f"added labelers.{name} to {params}\nnext: edit label(), run pytest {test}, then `dvc repro`")
+    print(f"added labelers.{name} to {params}")
+    print("\n".join(next_steps(source, test)))
+
+
+def next_steps(source: Path, test: Path) -> list[str]:
+    """The commands that come next, as they run in this install: pytest comes with `make dev`, not `make install`,
+    so where it is missing the first command installs it (the locked version) into the same venv."""
+    bindir = Path(sys.executable).parent
+    try:
+        bindir = bindir.relative_to(Path.cwd())
+    except ValueError:
+        pass
+    pytest = f"{bindir}/pytest {test}"
+    if importlib.util.find_spec("pytest") is None:
+        pytest = f"{bindir}/pip install -q -c requirements.lock pytest && {pytest}   # pytest comes with `make dev`"
+    return [
+        "next:",
+        f"  1. edit label() in {source}, and the table in {test}",
+        f"  2. {pytest}",
+        "  3. dvc repro",
+    ]

@@ -12,6 +12,7 @@ import yaml
 from rewardmill.pipelines.config import from_dict
 from rewardmill.pipelines.label import LabelerParams
 from rewardmill.pipelines.scaffold import main
+from rewardmill.transforms.errors import UserError
 from tests.conftest import REPO
 
 
@@ -69,7 +70,23 @@ def test_bad_or_existing_names_change_nothing(project, name):
     if name == "math_answer":
         (project / "transforms/labelers/math_answer.py").write_text("# exists\n")
     before = (project / "params.yaml").read_text(), (project / "transforms/labelers/__init__.py").read_text()
-    with pytest.raises(SystemExit):
+    with pytest.raises(UserError):  # the CLI prints it as one line and exits 2
         main([name, "--root", str(project)])
     after = (project / "params.yaml").read_text(), (project / "transforms/labelers/__init__.py").read_text()
     assert before == after
+
+
+def test_the_next_steps_name_commands_that_run_in_this_install(project, capsys, monkeypatch):
+    """After `make install` alone there is no pytest: the printed step installs it first instead of naming a command
+    that does not exist; with pytest (make dev) the step runs it directly."""
+    main(["word_count", "--root", str(project)])
+    lines = capsys.readouterr().out.splitlines()
+    step = next(line for line in lines if line.strip().startswith("2."))
+    assert "pytest tests/transforms/labelers/test_word_count.py" in step.replace(str(project) + "/", "")
+    assert "pip install" not in step  # this venv has pytest
+    from rewardmill.pipelines import scaffold
+
+    real_find_spec = scaffold.importlib.util.find_spec
+    monkeypatch.setattr(scaffold.importlib.util, "find_spec", lambda n: None if n == "pytest" else real_find_spec(n))
+    step = next(s for s in scaffold.next_steps(Path("a.py"), Path("tests/test_a.py")) if s.strip().startswith("2."))
+    assert "pip install -q -c requirements.lock pytest && " in step and "/pytest tests/test_a.py" in step
