@@ -148,6 +148,36 @@ def evaluate(cfg: EvaluateConfig, datasets: str, labels: str, policy: str) -> di
     }
 
 
+def summary(metrics: dict[str, Any], confidence: float, path: str) -> str:
+    """Pure: the stage's closing line. Off, or with no held-out accuracy, it says so and what turns it on, never an
+    accuracy of None."""
+    if not metrics.get("enabled"):
+        return (
+            f"{STAGE}: off (params evaluate.enabled is false): no reward model trained or measured; turn it on with "
+            f"`dvc exp run -S evaluate.enabled=true`; metrics in {path}"
+        )
+    measured, verified = len(metrics.get("labelers", {})), metrics.get("verified_pairs")
+    labelers = f"{measured} labelers measured on {verified} verified pairs"
+    rm = metrics.get("reward_model") or {}
+    held_out = (rm.get("test") or {}).get("all") or {}
+    if held_out.get("accuracy") is not None:
+        return (
+            f"{STAGE}: reward model accuracy on {held_out['n']} held-out pairs: {held_out['accuracy']:.3f} "
+            f"({confidence:g} interval {held_out['ci_low']:.3f}..{held_out['ci_high']:.3f}); {labelers}; "
+            f"metrics in {path}"
+        )
+    if rm.get("error"):
+        why = rm["error"]
+    elif not rm.get("test_pairs"):
+        why = (
+            f"no held-out pairs: the {metrics.get('dataset')} dataset's test split is empty (params "
+            "prompts.test_fraction sets its share of prompts)"
+        )
+    else:
+        why = f"all {rm['test_pairs']} held-out pairs are longer than evaluate.train.max_length"
+    return f"{STAGE}: reward model not measured: {why}; {labelers}; metrics in {path}"
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--datasets", default="data/datasets", help="folder holding one subfolder per dataset")
@@ -160,20 +190,7 @@ def main(argv: list[str] | None = None) -> None:
     timer = StageTimer(STAGE)
     metrics = evaluate(cfg, args.datasets, args.labels, args.model) if cfg.enabled else {"enabled": False}
     write_json_atomic(args.metrics, metrics)
-    held_out = ((metrics.get("reward_model") or {}).get("test") or {}).get("all") or {}
-    log.info(
-        "%s: reward model accuracy on %s held-out pairs: %s (%s interval %s..%s); %d labelers measured on %s "
-        "verified pairs; metrics in %s",
-        STAGE,
-        held_out.get("n"),
-        held_out.get("accuracy"),
-        cfg.bootstrap.confidence,
-        held_out.get("ci_low"),
-        held_out.get("ci_high"),
-        len(metrics.get("labelers", {})),
-        metrics.get("verified_pairs"),
-        args.metrics,
-    )
+    log.info("%s", summary(metrics, cfg.bootstrap.confidence, args.metrics))
     timer.done({"rows": metrics.get("pairs", 0)})
 
 

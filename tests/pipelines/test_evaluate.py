@@ -178,3 +178,49 @@ def test_gate_is_off_by_default_and_names_a_missing_evaluation(tmp_path):
     assert rm_accuracy_check(None, None) is None
     check = rm_accuracy_check(0.6, str(tmp_path / "nowhere.json"))
     assert not check["success"] and "run the evaluate stage" in check["reason"]
+
+
+def test_switched_off_says_so_in_one_line_with_the_param_that_turns_it_on(data, params_file, stage_log):
+    tmp_path, _ = data
+    run(tmp_path, params_file, tmp_path / "no-model", enabled=False)  # off: no model is read
+    lines = [r.getMessage() for r in stage_log.records]
+    (line,) = [m for m in lines if "evaluate.enabled" in m]
+    assert line.startswith("evaluate: off (params evaluate.enabled is false)")
+    assert "`dvc exp run -S evaluate.enabled=true`" in line
+    assert not any("None" in m or "accuracy" in m for m in lines)
+
+
+HELD_OUT = {"n": 6, "accuracy": 0.5, "ci_low": 0.166667, "ci_high": 0.833333}
+
+
+@pytest.mark.parametrize(
+    "metrics, expected",
+    [
+        # off: what turns it on, no accuracy at all
+        ({"enabled": False}, "evaluate: off (params evaluate.enabled is false): no reward model trained or measured; "
+         "turn it on with `dvc exp run -S evaluate.enabled=true`; metrics in m.json"),
+        # measured: the accuracy and its interval
+        ({"enabled": True, "dataset": "pairs", "verified_pairs": 4, "labelers": {"a": {}},
+          "reward_model": {"test_pairs": 6, "test": {"all": HELD_OUT}}},
+         "evaluate: reward model accuracy on 6 held-out pairs: 0.500 (0.95 interval 0.167..0.833); 1 labelers "
+         "measured on 4 verified pairs; metrics in m.json"),
+        # an empty test split: why, and the param that sets its share
+        ({"enabled": True, "dataset": "pairs", "verified_pairs": 0, "labelers": {},
+          "reward_model": {"test_pairs": 0, "test": {"all": {"n": 0, "accuracy": None}}}},
+         "evaluate: reward model not measured: no held-out pairs: the pairs dataset's test split is empty (params "
+         "prompts.test_fraction sets its share of prompts); 0 labelers measured on 0 verified pairs; metrics in "
+         "m.json"),
+        # nothing to train on: the stage's own reason
+        ({"enabled": True, "dataset": "pairs", "verified_pairs": 2, "labelers": {},
+          "reward_model": {"test_pairs": 3, "error": "no train pairs: nothing to train a reward model on"}},
+         "evaluate: reward model not measured: no train pairs: nothing to train a reward model on; 0 labelers "
+         "measured on 2 verified pairs; metrics in m.json"),
+        # every held-out pair too long to score
+        ({"enabled": True, "dataset": "pairs", "verified_pairs": 2, "labelers": {},
+          "reward_model": {"test_pairs": 3, "test": {"all": {"n": 0, "accuracy": None}}}},
+         "evaluate: reward model not measured: all 3 held-out pairs are longer than evaluate.train.max_length; 0 "
+         "labelers measured on 2 verified pairs; metrics in m.json"),
+    ],
+)  # fmt: skip
+def test_summary_line(metrics, expected):
+    assert evaluate.summary(metrics, 0.95, "m.json") == expected
