@@ -89,6 +89,9 @@ def normalize(
             rubric = [{"criterion": str(c["criterion"]), "weight": float(c.get("weight", 1.0))} for c in rubric]
         except (TypeError, ValueError) as exc:
             raise RecordError("bad_rubric", f"rubric weights must be numbers: {exc}") from exc
+    tests = _optional_text(record, "tests")
+    if tests is not None:
+        check_tests(tests)
     pid = prompt_id(messages)
     metadata = record.get("metadata")
     return {
@@ -97,9 +100,28 @@ def normalize(
         "task": task,
         "messages": messages,
         "reference": reference,
-        "tests": _optional_text(record, "tests"),
+        "tests": tests,
         "rubric": rubric,
         "constraints": _optional_text(record, "constraints"),
         "split": split_for(pid, test_fraction),
         "metadata": None if metadata is None else json.dumps(metadata, sort_keys=True, ensure_ascii=False),
     }
+
+
+def check_tests(tests: str) -> None:
+    """Raise RecordError `bad_tests` when a prompt's tests would not run: not one of the three styles the code_tests
+    labeler reads, or code (an assert, setup, a HumanEval `check`) that does not compile. Caught here, a typo in a
+    test is one rejected prompt; caught at labeling, it would fail every rollout of the prompt as if it were wrong."""
+    from rewardmill.transforms.labelers.code_harness import parse_tests
+
+    try:
+        spec = parse_tests(tests)
+    except ValueError as exc:
+        raise RecordError("bad_tests", str(exc)) from exc
+    for what, code in [("setup", spec.setup or ""), *((f"test {i + 1}", a) for i, a in enumerate(spec.asserts))]:
+        if spec.style == "stdio":
+            break
+        try:
+            compile(code, f"<{what}>", "exec")
+        except SyntaxError as exc:
+            raise RecordError("bad_tests", f"{what} does not compile: {exc.msg} ({code[:80]!r})") from exc

@@ -323,3 +323,44 @@ def test_split_for_monotone_in_fraction():
     small = {p for p in IDS if split_for(p, 0.1) == "test"}
     large = {p for p in IDS if split_for(p, 0.2) == "test"}
     assert small < large
+
+
+CODE = {"prompt": "Write triple(x).", "task": "code"}
+
+
+@pytest.mark.parametrize(
+    "tests, detail",
+    [
+        ("assert triple(2) == 6", "not JSON"),  # a bare assert string, not a JSON list
+        (["assert triple(2) == 6", "assert triple(0) == 0)"], "test 2 does not compile"),  # stray parenthesis
+        ({"style": "asserts", "asserts": []}, "non-empty list"),  # nothing to run
+        ({"style": "pytest", "asserts": ["assert 1"]}, "style"),  # not a style the labeler reads
+        ({"style": "humaneval", "test": "def check(candidate)\n    assert candidate(1)", "entry_point": "f"}, "setup"),
+        ({"style": "asserts", "asserts": ["assert f(1)"], "setup": "import os\nif True print(1)"}, "setup"),
+        ({"style": "stdio", "cases": [{"input": "1"}]}, "stdio case 0"),  # no expected output
+    ],
+)
+def test_tests_that_would_not_run_reject_the_prompt(tests, detail):
+    """A prompt whose tests cannot run is rejected at the prompts stage, named; at labeling it would fail every
+    rollout of the prompt as if each completion were wrong."""
+    with pytest.raises(RecordError) as err:
+        normalize({**CODE, "tests": tests}, "mine", "code", 0.1)
+    assert err.value.reason == "bad_tests" and detail in err.value.detail
+
+
+@pytest.mark.parametrize(
+    "tests",
+    [
+        ["assert triple(2) == 6", "assert triple(0) == 0"],  # MBPP's test_list
+        {"style": "asserts", "asserts": ["assert triple(1) == 3"], "setup": "import math"},
+        {
+            "style": "humaneval",
+            "test": "def check(candidate):\n    assert candidate(1) == 3\n",
+            "entry_point": "triple",
+        },
+        {"style": "stdio", "cases": [{"input": "1\n", "output": "3\n"}]},
+    ],
+)
+def test_tests_in_every_style_are_kept_as_json(tests):
+    row = normalize({**CODE, "tests": tests}, "mine", "code", 0.1)
+    assert json.loads(row["tests"]) == tests
