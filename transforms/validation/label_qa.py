@@ -5,8 +5,9 @@ Out: a plain dict (`reports/label_qa.json`; its counts also go to the metrics) a
 (`reports/label_qa.html`) with
 - disagreement counts for every two labelers that both decided (correct/incorrect) some rollouts, as gate vs
   judge, judge vs judge or gate vs gate (a gate is a labeler that decided some rollout's correctness in `_rewards`);
-- the `top` most confident disagreements (ranked by the less confident side), with the prompt, the completion, the
-  reference and both rationales;
+- the `top` most confidently disputed rollouts, each once: ranked by its most confident disagreement (the less
+  confident side of its most confident disagreeing pair), with the prompt, the completion, the reference and every
+  labeler that decided it (on a disputed rollout each one disagrees with some other), verdicts and rationales;
 - for every labeler that is not a gate, its confusion against the deciding gate (judge says correct / incorrect x
   the gate says correct / incorrect) and its accuracy.
 Deterministic: every ranking breaks ties by rollout id and labeler names.
@@ -47,20 +48,24 @@ def label_qa(label_dirs: list[Path], rollouts: str | Path, rewards: str | Path |
         .with_columns(kind=kind, share=(pl.col("disagree") / pl.col("n")).round(6))
         .sort("labeler", "labeler_b")
     )
+    # one entry per rollout, however many pairs of labelers disagree on it
     worst = (
         pairs.filter(pl.col("disagree"))
-        .with_columns(strength=pl.min_horizontal("confidence", "confidence_b"))
-        .sort(["strength", "rollout_id", "labeler", "labeler_b"], descending=[True, False, False, False])
+        .group_by("rollout_id")
+        .agg(strength=pl.min_horizontal("confidence", "confidence_b").max())
+        .sort(["strength", "rollout_id"], descending=[True, False])
         .head(top)
     )
-    texts = _texts(rollouts, worst["rollout_id"].unique().to_list())
+    ids = worst["rollout_id"].to_list()
+    texts = _texts(rollouts, ids)
+    sides = decided.filter(pl.col("rollout_id").is_in(ids)).sort("rollout_id", "labeler")
+    by_rollout = {rid: [_side(r) for r in part.iter_rows(named=True)] for (rid,), part in sides.group_by("rollout_id")}
     disagreements = [
         {
             "rollout_id": row["rollout_id"],
             "strength": round(row["strength"], 6),
             **texts.get(row["rollout_id"], {}),
-            "a": _side(row, ""),
-            "b": _side(row, "_b"),
+            "labels": by_rollout[row["rollout_id"]],
         }
         for row in worst.iter_rows(named=True)
     ]
@@ -120,12 +125,12 @@ def _texts(rollouts: str | Path, ids: list[str]) -> dict[str, dict[str, str | No
     return found
 
 
-def _side(row: dict, suffix: str) -> dict[str, Any]:
+def _side(row: dict) -> dict[str, Any]:
     return {
-        "labeler": row[f"labeler{suffix}"],
-        "verdict": row[f"verdict{suffix}"],
-        "confidence": round(row[f"confidence{suffix}"], 6),
-        "rationale": (row[f"rationale{suffix}"] or "")[:TEXT_CHARS],
+        "labeler": row["labeler"],
+        "verdict": row["verdict"],
+        "confidence": round(row["confidence"], 6),
+        "rationale": (row["rationale"] or "")[:TEXT_CHARS],
     }
 
 
@@ -195,18 +200,18 @@ def render_html(report: dict) -> str:
                 for name, c in report["confusion"].items()
             ],
         ),  # fmt: skip
-        f"<h2>The {len(report['disagreements'])} most confident disagreements</h2>",
+        f"<h2>The {len(report['disagreements'])} most confidently disputed rollouts</h2>",
     ]
     for d in report["disagreements"]:
-        a, b = d["a"], d["b"]
         parts.append(
-            f"<h3>{html.escape(d['rollout_id'])} (the less confident side: {d['strength']})</h3>"
+            f"<h3>{html.escape(d['rollout_id'])} (its most confident disagreement, by the less confident side: "
+            f"{d['strength']})</h3>"
             f"<p><b>Prompt</b></p><pre>{html.escape(str(d.get('prompt', '')))}</pre>"
             f"<p><b>Completion</b></p><pre>{html.escape(str(d.get('completion', '')))}</pre>"
             f"<p><b>Reference</b>: {html.escape(str(d.get('reference')))}</p>"
             + table(
                 ["labeler", "verdict", "confidence", "rationale"],
-                [[s["labeler"], s["verdict"], s["confidence"], s["rationale"]] for s in (a, b)],
+                [[s["labeler"], s["verdict"], s["confidence"], s["rationale"]] for s in d["labels"]],
             )
         )
     parts.append("</body></html>\n")

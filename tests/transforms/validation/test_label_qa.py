@@ -3,7 +3,7 @@
 from rewardmill.schemas import LABEL_V1
 from rewardmill.transforms.validation.label_qa import label_qa, render_html, summary
 from tests.transforms.validation.conftest import write_project, write_stage
-from tests.transforms.validation.rows import label_row
+from tests.transforms.validation.rows import _id, label_row
 
 # the judge against math_answer (the gate): rollout 0 correct/correct, 1 incorrect/correct (a disagreement at 0.9),
 # 2 correct/incorrect (at 0.6), 3 the gate timed out
@@ -32,12 +32,16 @@ def test_disagreements_by_kind_ranked_by_confidence_with_texts(tmp_path):
         "share": 0.666667,
     }  # fmt: skip
     assert pairs[("judge", "other")]["kind"] == "judge_vs_judge" and pairs[("judge", "other")]["disagree"] == 1
-    # the most confident first (the less confident side decides), ties by rollout id then labelers
+    # each disputed rollout once, the most confident first (its most confident disagreeing pair, by the less
+    # confident side): rollout 1, where both judges (0.9) overrule the gate, is one entry, not one per pair
     top = report["disagreements"]
-    assert len(top) == 2 and top[0]["strength"] >= top[1]["strength"]
+    assert [(d["rollout_id"], d["strength"]) for d in top] == [(_id("rollout", 1), 0.9), (_id("rollout", 2), 0.6)]
     first = top[0]
-    assert {first["a"]["labeler"], first["b"]["labeler"]} <= {"judge", "math_answer", "other"}
-    assert first["completion"].startswith("answer ") and first["reference"] == "5" and first["prompt"]
+    assert [(s["labeler"], s["verdict"], s["confidence"]) for s in first["labels"]] == [
+        ("judge", "correct", 0.9), ("math_answer", "incorrect", 1.0), ("other", "correct", 0.9)
+    ]  # fmt: skip
+    assert first["labels"][0]["rationale"] == "judge <says> correct"
+    assert first["completion"] == "answer 1" and first["reference"] == "5" and first["prompt"]
     # the judge against the gate: rollouts 0-2 (3 has no gate verdict)
     assert report["confusion"]["judge"] == {
         "correct_correct": 1, "correct_incorrect": 1, "incorrect_correct": 1, "incorrect_incorrect": 0, "n": 3,
