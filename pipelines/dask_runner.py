@@ -28,11 +28,22 @@ import apache_beam
 from apache_beam import pvalue
 from apache_beam.pipeline import PipelineVisitor
 from apache_beam.runners.common import DoFnContext, DoFnInvoker, DoFnSignature, _OutputHandler
-from apache_beam.runners.dask import dask_runner as upstream
-from apache_beam.runners.dask import overrides as upstream_overrides
-from apache_beam.runners.dask import transform_evaluator as ops
 from apache_beam.transforms.sideinputs import SideInputMap
-from distributed import WorkerPlugin
+
+from rewardmill.transforms.errors import UserError
+
+try:  # Dask is the `dask` extra: `make install` does not bring it
+    from apache_beam.runners.dask import dask_runner as upstream
+    from apache_beam.runners.dask import overrides as upstream_overrides
+    from apache_beam.runners.dask import transform_evaluator as ops
+    from distributed import WorkerPlugin
+except ModuleNotFoundError as missing:
+    if missing.name not in ("dask", "distributed") and not (missing.name or "").startswith("dask."):
+        raise
+    raise UserError(
+        f"beam.runner DaskRunner needs Dask ({missing.name} is not installed): install the dask extra with "
+        "`.venv/bin/pip install -c requirements.lock -e '.[dask]'` (make dev has it)"
+    ) from missing
 
 
 def _is_tag(item, tag) -> bool:

@@ -169,3 +169,22 @@ def test_a_side_inputs_upstream_runs_once(cluster, tmp_path):
     run_pipeline(build, BeamConfig(runner="DaskRunner", dask_client_address=cluster.scheduler_address))
     assert sorted(out.read_text().split()) == sorted(f"{n}/45" for n in range(10))
     assert sorted(map(int, calls.read_text().split())) == list(range(10))  # once each
+
+
+def test_without_the_dask_extra_the_runner_is_one_line_naming_the_extra(tmp_path):
+    """`make install` has no Dask: choosing the runner then is a user error naming the extra to install, not an
+    ImportError traceback. Dask and distributed are blocked in a child interpreter (this venv has it, from make dev)."""
+    import subprocess
+    import sys
+
+    script = (
+        "import sys; sys.modules['dask'] = sys.modules['distributed'] = None\n"
+        "from rewardmill.pipelines.cli import main\n"
+        "import rewardmill.pipelines.cli as cli\n"
+        "try:\n"
+        "    import rewardmill.pipelines.dask_runner\n"
+        "except Exception as exc:\n"
+        "    print(type(exc).__name__, cli.is_user_error(exc), exc)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120).stdout
+    assert out.startswith("UserError True beam.runner DaskRunner needs Dask") and "'.[dask]'" in out
