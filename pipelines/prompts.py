@@ -1,14 +1,20 @@
-"""Stage `prompts`: ingest the sources in params, normalize, dedup by prompt_id, split by hash (data/prompts/)."""
+"""Stage `prompts`: ingest the sources in params, normalize, dedup by prompt_id, split by hash (data/prompts/).
+
+A missing source file fails before Beam runs; a row that cannot be a prompt (not UTF-8, not JSON, no reference, ...)
+is a reject with its reason; a source that yields no prompt fails the stage naming it and why; a split the hash left
+empty is a warning, and the manifest records the split and per-source counts.
+"""
 
 import argparse
+import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 import apache_beam as beam
 
-from rewardmill.pipelines.config import ConfigError, load_section
-from rewardmill.pipelines.conservation import ConservationError, distinct_ids, reconcile, reject_rows
+from rewardmill.pipelines.config import ConfigError, load_section, params_path
+from rewardmill.pipelines.conservation import ConservationError, distinct_ids, id_frame, reconcile, reject_rows
 from rewardmill.pipelines.stage import (
     StageTimer,
     absolute_args,
@@ -25,11 +31,15 @@ from rewardmill.transforms.io import storage
 from rewardmill.transforms.io.json_file import WriteJson, pop_json
 from rewardmill.transforms.io.parquet import WriteSortedParquet
 from rewardmill.transforms.sources.normalize import RecordError, normalize
-from rewardmill.transforms.sources.registry import default_task, parse_source
+from rewardmill.transforms.sources.outcomes import READ, SourceOutcomes, check_nonempty, split_warning
+from rewardmill.transforms.sources.registry import check_sources, default_task, parse_source
+
+log = logging.getLogger("rewardmill")
 
 STAGE = "prompts"
 REJECTED = "rejected"
-RECORDS_FILE = "_records.json"  # how many source records the pipeline read (main() reconciles and deletes it)
+OUTCOME = "outcome"  # (source, (reject reason, row_id, detail)) of every reject, for the per-source counts
+SOURCES_FILE = "_sources.json"  # records and rejects per source (main() reconciles, checks and deletes it)
 
 
 @dataclass(frozen=True)
@@ -75,16 +85,20 @@ class Normalize(beam.DoFn):
     def process(self, element) -> Iterable[Any]:  # Any: Beam cannot infer KV through TaggedOutput
         source, task, row_id, record = element
         if isinstance(record, RecordError):
-            beam.metrics.Metrics.counter(STAGE, f"rejected_{record.reason}").inc()
-            yield beam.pvalue.TaggedOutput(REJECTED, reject(STAGE, row_id, record.reason, record.detail))
+            yield from _rejected(source, row_id, record)
             return
         try:
             row = normalize(record, source, task, self.test_fraction, self.keep_unreferenced_math)
         except RecordError as exc:
-            beam.metrics.Metrics.counter(STAGE, f"rejected_{exc.reason}").inc()
-            yield beam.pvalue.TaggedOutput(REJECTED, reject(STAGE, row_id, exc.reason, exc.detail, record))
+            yield from _rejected(source, row_id, exc, record)
             return
         yield row["prompt_id"], (row_id, row)
+
+
+def _rejected(source: str, row_id: str, error: RecordError, record: Any = None):
+    beam.metrics.Metrics.counter(STAGE, f"rejected_{error.reason}").inc()
+    yield beam.pvalue.TaggedOutput(REJECTED, reject(STAGE, row_id, error.reason, error.detail, record))
+    yield beam.pvalue.TaggedOutput(OUTCOME, (source, (error.reason, row_id, error.detail)))
 
 
 class Dedup(beam.DoFn):
@@ -95,25 +109,27 @@ class Dedup(beam.DoFn):
         items = sorted(items, key=lambda item: item[0])
         yield items[0][1]
         for row_id, row in items[1:]:
-            yield beam.pvalue.TaggedOutput(
-                REJECTED, reject(STAGE, row_id, "duplicate_prompt", f"same prompt_id as {items[0][0]}", row)
-            )
+            detail = f"same prompt_id as {items[0][0]}"
+            yield beam.pvalue.TaggedOutput(REJECTED, reject(STAGE, row_id, "duplicate_prompt", detail, row))
+            yield beam.pvalue.TaggedOutput(OUTCOME, (row["source"], ("duplicate_prompt", row_id, detail)))
 
 
 def build(p, cfg: PromptsConfig, out_dir: str) -> None:
     records = p | "Sources" >> beam.Create(cfg.parsed_sources()) | "Read sources" >> beam.ParDo(ReadSource())
-    _ = (
-        records
-        | "Count records" >> beam.combiners.Count.Globally()
-        | "Write record count" >> beam.ParDo(WriteJson(storage.join(out_dir, RECORDS_FILE)))
-    )
     normalized = records | "Normalize" >> beam.ParDo(
         Normalize(cfg.test_fraction, cfg.keep_unreferenced_math)
-    ).with_outputs(REJECTED, main="rows")
+    ).with_outputs(REJECTED, OUTCOME, main="rows")
     deduped = (
         normalized.rows
         | "Group by prompt_id" >> beam.GroupByKey()
-        | "Dedup" >> beam.ParDo(Dedup()).with_outputs(REJECTED, main="rows")
+        | "Dedup" >> beam.ParDo(Dedup()).with_outputs(REJECTED, OUTCOME, main="rows")
+    )
+    read = records | "Each record read" >> beam.Map(lambda element: (element[0], (READ, element[2], "")))
+    _ = (
+        (read, normalized[OUTCOME], deduped[OUTCOME])
+        | "All outcomes" >> beam.Flatten()
+        | "Outcomes per source" >> beam.CombineGlobally(SourceOutcomes())
+        | "Write outcomes" >> beam.ParDo(WriteJson(storage.join(out_dir, SOURCES_FILE)))
     )
     _ = deduped.rows | "Write prompts" >> WriteSortedParquet(
         out_dir, PROMPT_V1, sort_key=_prompt_key, num_shards=cfg.num_shards
@@ -135,22 +151,40 @@ def main(argv: list[str] | None = None) -> None:
     setup_logging()
     beam_cfg = load_beam_config()
     cfg = load_section(PromptsConfig, "prompts")
-    cfg.parsed_sources()  # fail on a bad source before any work
+    sources = cfg.parsed_sources()  # fail on a bad source before any work
+    check_sources(sources, str(params_path()))  # and on a missing file, before Beam runs
     timer = StageTimer(STAGE)
     with atomic_output(args.out) as tmp:
         run_pipeline(lambda p: build(p, cfg, tmp), beam_cfg)
-        records = pop_json(storage.join(tmp, RECORDS_FILE))
-        if records is None:
+        outcomes = pop_json(storage.join(tmp, SOURCES_FILE))
+        if outcomes is None:
             raise ConservationError(f"{STAGE}: the runner did not run the record count; nothing was written")
-        # every source record is a prompt or a reject (invalid, duplicate, ...)
+        # every source record is a prompt or a reject (invalid, duplicate, ...); no prompt at all is the check below's
         reconcile(
             STAGE,
-            inputs=records,
+            inputs=sum(entry["records"] for entry in outcomes.values()),
             outputs=distinct_ids(tmp, ["prompt_id"]),
             rejects=reject_rows(tmp),
             unit="source records",
+            allow_empty=True,
         )
-        manifest = write_manifest(tmp, stage=STAGE, schema=PROMPT_V1, config=cfg)
+        written = id_frame(tmp, ["source", "split"])
+        per_source = dict(written["source"].value_counts().iter_rows())
+        check_nonempty(outcomes, per_source, sources, str(params_path()))
+        splits = {split: written.filter(written["split"] == split).height for split in ("train", "test")}
+        counts = {
+            source.name: {
+                "prompts": per_source.get(source.name, 0),
+                "records": outcomes.get(source.name, {}).get("records", 0),
+                "rejects": dict(sorted(outcomes.get(source.name, {}).get("rejects", {}).items())),
+            }
+            for source in sources
+        }
+        extra = {"splits": splits, "sources": counts}
+        manifest = write_manifest(tmp, stage=STAGE, schema=PROMPT_V1, config=cfg, extra=extra)
+    warning = split_warning(splits, cfg.test_fraction)
+    if warning:
+        log.warning(warning)
     timer.done(manifest)
 
 

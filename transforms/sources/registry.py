@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from rewardmill.pipelines.config import from_dict
+from rewardmill.transforms.errors import UserError
 from rewardmill.transforms.sources import arithmetic, code_basics, files, humaneval
 from rewardmill.transforms.sources.normalize import RecordError
 
@@ -134,6 +135,19 @@ def parse_source(raw: Any, where: str) -> PromptSource:
     if raw["kind"] not in SOURCE_KINDS:
         raise ValueError(f"params.yaml: '{where}.kind' {raw['kind']!r} unknown; known: {sorted(SOURCE_KINDS)}")
     return from_dict(SOURCE_KINDS[raw["kind"]], raw, where)
+
+
+class SourceError(UserError):
+    """A prompt source that cannot be read at all (a missing file): names the params entry and the path."""
+
+
+def check_sources(sources: list[PromptSource], params: str) -> None:
+    """Each source's check(), its error naming the params entry: what reading would fail on, before any pipeline."""
+    for i, source in enumerate(sources):
+        try:
+            source.check()
+        except (OSError, files.SourceFileError) as exc:
+            raise SourceError(f"{params}: prompts.sources[{i}] ({source.name}): {exc}") from exc
 
 
 def default_task(source) -> str:
