@@ -16,11 +16,13 @@ few file paths per bucket, not a Python dict per row, and buckets spread over wo
 
 import argparse
 import dataclasses
+import json
 import logging
 from dataclasses import dataclass, field
 from functools import partial
 
 import apache_beam as beam
+import polars as pl
 
 from rewardmill.pipelines.assemble_outputs import (
     OUTPUTS,
@@ -33,6 +35,7 @@ from rewardmill.pipelines.assemble_outputs import (
 from rewardmill.pipelines.config import ConfigError, load_section, read_params
 from rewardmill.pipelines.conservation import ConservationError
 from rewardmill.pipelines.stage import (
+    MANIFEST,
     REJECTS_DIR,
     StageTimer,
     absolute_args,
@@ -42,17 +45,20 @@ from rewardmill.pipelines.stage import (
     run_pipeline,
     setup_logging,
 )
-from rewardmill.schemas import REJECT_V1, ROLLOUT_V2
+from rewardmill.schemas import LABEL_V1, REJECT_V1, ROLLOUT_V2
 from rewardmill.transforms.aggregate.beam import COUNTS, AssembleBucket, BucketInputs, bucket_inputs, sum_counts
 from rewardmill.transforms.aggregate.bucket import ROLLOUT_COLUMNS, CoreConfig
+from rewardmill.transforms.aggregate.measured_weights import WeightUsed, resolve_weights, weight_record
 from rewardmill.transforms.aggregate.prm import AssemblePrm
 from rewardmill.transforms.aggregate.prompt_flags import FiltersConfig
-from rewardmill.transforms.aggregate.reward import AggregateConfig
+from rewardmill.transforms.aggregate.reward import LABEL_COLUMNS, MEASURED, AggregateConfig
 from rewardmill.transforms.aggregate.rl import RlConfig
 from rewardmill.transforms.aggregate.sft import SftConfig
 from rewardmill.transforms.filters.contamination import load_benchmarks
 from rewardmill.transforms.io import storage
+from rewardmill.transforms.io.frames import empty_frame, read_frame
 from rewardmill.transforms.io.json_file import WriteJson, pop_json
+from rewardmill.transforms.io.parquet import list_shards
 from rewardmill.transforms.io.tables import ReadStageTables, TableSink, WriteTables, retain_freed_memory
 from rewardmill.transforms.io.threads import concurrently
 from rewardmill.transforms.judges import probes
@@ -157,6 +163,30 @@ def check_judge_roles(label_dirs: dict[str, str], gates, overrides) -> None:
                 probes.check_roles(name, report, aggregate)
 
 
+def reward_weights(aggregate: AggregateConfig, label_dirs: dict[str, str]) -> dict[str, WeightUsed]:
+    """The weight each labeler in `assemble.aggregate.weights` gets in this run: its number, or for `measured`, its
+    agreement with the deciding gate on this run's labels (read here, in the driver, once: the buckets then score
+    with fixed numbers, so no bucket's weights depend on which prompts it holds)."""
+    measured = {name for name, w in aggregate.weights.items() if w == MEASURED}
+    read = measured | set(aggregate.gates) if measured else set()  # nothing to read when every weight is a number
+    wanted = [d for name, d in sorted(label_dirs.items()) if name in read]
+    frames = [read_frame(path, LABEL_V1, LABEL_COLUMNS) for d in wanted for path in list_shards(d)]
+    labels = pl.concat(frames) if frames else empty_frame(LABEL_V1, LABEL_COLUMNS)
+    used = resolve_weights(labels, aggregate)
+    for name, w in used.items():
+        log.info("%s: weight of %s: %s (%s: %s)", STAGE, name, w.weight, w.source, w.reason)
+    return used
+
+
+def record_weights(out: str, manifests: dict[str, dict], used: dict[str, WeightUsed]) -> None:
+    """Add `reward_weights` (measured_weights.weight_record) to each output's manifest (what the card shows)."""
+    record = weight_record(used)
+    for name in OUTPUTS:
+        manifests[name] = {**manifests[name], "reward_weights": record}
+        text = json.dumps(manifests[name], indent=2, sort_keys=True) + "\n"  # as write_manifest writes it
+        storage.write_text(storage.join(out, name, MANIFEST), text)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--rollouts", default="data/rollouts", help="the rollouts folder")
@@ -187,10 +217,13 @@ def main(argv: list[str] | None = None) -> None:
         storage.check_readable(directory, what)
     check_judge_roles(dict(zip(names, label_dirs, strict=True)), cfg.aggregate.gates, cfg.aggregate.overrides)
     timer = StageTimer(STAGE)
+    used = reward_weights(cfg.aggregate, dict(zip(names, label_dirs, strict=True)))
+    numbers = {name: w.weight for name, w in used.items()}
+    run_cfg = dataclasses.replace(cfg, aggregate=cfg.aggregate.with_weights(numbers))  # manifests record `cfg`
     with atomic_output(args.out) as tmp:
         for name in [*OUTPUTS, *(["prm"] if steps_dirs else [])]:
             storage.make_folder(storage.join(tmp, name))
-        run_pipeline(lambda p: build(p, cfg, args.rollouts, label_dirs, tmp, steps_dirs), beam_cfg)
+        run_pipeline(lambda p: build(p, run_cfg, args.rollouts, label_dirs, tmp, steps_dirs), beam_cfg)
         counts = pop_json(storage.join(tmp, COUNTS_FILE))
         if counts is None:
             raise ConservationError(f"{STAGE}: the runner did not run the buckets' counts; nothing was written")
@@ -209,6 +242,7 @@ def main(argv: list[str] | None = None) -> None:
         )
         check_conservation(tmp, counts, found, args.rollouts, label_dirs, steps_dirs)
         manifests = write_manifests(tmp, cfg, counts, found, labels, steps)
+        record_weights(tmp, manifests, used)
     timer.done(manifests["pairs"])
 
 

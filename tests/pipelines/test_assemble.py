@@ -218,3 +218,82 @@ def test_the_bucket_steps_pickle(tmp_path):
     for step in steps:
         again = pickle.loads(pickle.dumps(step))
         assert type(again) is type(step) and again.__dict__.keys() == step.__dict__.keys()
+
+
+# --- measured weights: a judge ranks by as much as it agrees with the gate ------------------------------------------
+
+WEIGHED = ("q0", "q1", "q2", "q3", "q4", "q5")  # 4 rollouts each: gate says correct, correct, incorrect, incorrect
+
+
+def weighed_project(root, panel_agrees: bool) -> None:
+    """24 rollouts the gate (math_answer) decides, half right; the panel's verdicts agree with it everywhere or
+    nowhere. Within each class its scores order r1 above r0 (and r3 above r2)."""
+    rollouts, labels = [], []
+    for q, pid in enumerate(WEIGHED):
+        for i in range(4):
+            rid, correct = f"{pid}-r{i}", i < 2
+            rollouts.append({
+                "rollout_id": rid, "prompt_id": pid, "task": "math",
+                "messages": [{"role": "user", "content": f"Question number {q}: what is {q} plus {q * 7}?"}],
+                "reference": "7", "tests": None, "constraints": None, "rubric": None, "split": "train",
+                "sample_index": i, "completion": f"answer {i}", "n_tokens": 10, "finish_reason": "stop",
+                "logprob_sum": None, "policy": {"name": "m", "fingerprint": "f", "backend": "b"}, "sampling": "{}",
+                "seed": i,
+            })  # fmt: skip
+            base = {"rollout_id": rid, "prompt_id": pid, "aspect": "correctness", "rationale": None, "raw": None}
+            labels.append({**base, "labeler": "math_answer", "labeler_version": "2", "score": float(correct),
+                           "confidence": 1.0, "verdict": "correct" if correct else "incorrect"})  # fmt: skip
+            says = correct if panel_agrees else not correct
+            score = (0.6 + 0.2 * (i % 2)) if says else (0.1 + 0.2 * (i % 2))  # r1 above r0, r3 above r2
+            labels.append({**base, "labeler": "panel", "labeler_version": "1", "score": score, "confidence": 0.8,
+                           "verdict": "correct" if says else "incorrect"})  # fmt: skip
+    for folder, schema, data in [
+        ("data/rollouts", ROLLOUT_V2, rollouts),
+        *((f"data/labels/{n}", LABEL_V1, [x for x in labels if x["labeler"] == n]) for n in ("math_answer", "panel")),
+    ]:
+        (root / folder).mkdir(parents=True, exist_ok=True)
+        write_table(rows_to_table(data, schema), str(root / folder / "part-00000-of-00001.parquet"))
+
+
+def weighed_params(panel_weight) -> dict:
+    p = only_labelers(tiny_params(), ("math_answer", "panel"))
+    p.pop("steps")
+    p["assemble"]["filters"]["decontaminate"]["files"] = []
+    p["assemble"]["filters"]["dedup"].update(exact=False, near_threshold=None)
+    p["assemble"]["aggregate"]["weights"] = {"panel": panel_weight}
+    return p
+
+
+@pytest.mark.parametrize(
+    "panel_agrees, panel_weight, weight, source, ranks",
+    [
+        # the shipped default: a panel that contradicts the gate everywhere is weighed 0 and no longer ranks
+        (False, "measured", 0.0, "measured", False),
+        # an explicit weight wins: the same panel ranks as params say
+        (False, 1.0, 1.0, "params", True),
+        # a panel that agrees with the gate everywhere is weighed 1 and ranks
+        (True, "measured", 1.0, "measured", True),
+    ],
+)
+def test_measured_weights_decide_whether_a_judge_ranks(
+    tmp_path, monkeypatch, params_file, panel_agrees, panel_weight, weight, source, ranks
+):
+    monkeypatch.chdir(tmp_path)
+    weighed_project(tmp_path, panel_agrees)
+    params_file(weighed_params(panel_weight))
+    run()
+    rewards = {r["rollout_id"]: r for r in read_rows(str(tmp_path / "data/datasets/_rewards"))}
+    for pid in WEIGHED:
+        right = [rewards[f"{pid}-r{i}"]["reward"] for i in (0, 1)]
+        wrong = [rewards[f"{pid}-r{i}"]["reward"] for i in (2, 3)]
+        if ranks:  # the panel's scores order each class
+            assert right[1] > right[0] > wrong[1] > wrong[0]
+        else:  # only the gate: a tie inside each class
+            assert right == [1.0, 1.0] and wrong == [0.0, 0.0]
+    for name in ("_rewards", "pairs", "rl", "sft"):
+        manifest = json.loads((tmp_path / "data/datasets" / name / "_manifest.json").read_text())
+        used = manifest["reward_weights"]["panel"]
+        assert (used["weight"], used["source"]) == (weight, source)
+        assert manifest["params"]["aggregate"]["weights"] == {"panel": panel_weight}  # params as given
+    if source == "measured":
+        assert used["rows"] == 24 and used["kappa"] == (1.0 if panel_agrees else -1.0)

@@ -20,10 +20,12 @@ rule verifier's verdict, which nothing else can. Vectorized (polars), so a milli
 result does not depend on row order.
 """
 
+import dataclasses
 from dataclasses import dataclass, field
 
 import polars as pl
 
+MEASURED = "measured"  # a weight measured from the run's rows (measured_weights.py)
 DECIDED = ("correct", "incorrect")
 SCORES_DTYPE = pl.List(pl.Struct({"name": pl.String, "score": pl.Float64}))
 LABEL_COLUMNS = ("rollout_id", "labeler", "labeler_version", "aspect", "score", "confidence", "verdict")
@@ -35,8 +37,12 @@ class AggregateConfig:
 
     gates: tuple[str, ...] = ()  # rule verifiers, in priority order; the first with a decided verdict sets `correct`
     min_gate_confidence: float = 0.5  # a gate label below this confidence does not decide
-    weights: dict[str, float] = field(default_factory=dict)  # labeler -> weight of its scores in the model score
+    # labeler -> weight of its scores in the model score: a number, used as is, or "measured": its agreement with the
+    # deciding gate beyond chance on this run's rows (transforms/aggregate/measured_weights.py)
+    weights: dict[str, float | str] = field(default_factory=dict)
     default_weight: float = 0.0  # labelers that are neither gates nor in `weights`
+    min_measured_rows: int = 20  # a measured weight needs this many rollouts the labeler and a gate both decided
+    fallback_weight: float = 1.0  # a measured labeler's weight where it cannot be measured (the manifest says why)
     rank_weight: float = 0.25  # share of the reward the model score moves within a correctness class
     # labeler -> min confidence: a decided label of it at least that confident sets `correct` before any gate (an
     # appeal that may overturn a rule verifier). {} = only gates decide.
@@ -49,8 +55,13 @@ class AggregateConfig:
             )
         if not 0.0 <= self.min_gate_confidence <= 1.0:
             raise ValueError(f"min_gate_confidence must be in [0, 1], got {self.min_gate_confidence}")
-        if self.default_weight < 0 or any(w < 0 for w in self.weights.values()):
+        if bad := {k: w for k, w in self.weights.items() if w != MEASURED and not _number(w)}:
+            raise ValueError(f"weights must be numbers >= 0 or {MEASURED!r}, got {bad}")
+        numbers = [self.default_weight, self.fallback_weight, *(w for w in self.weights.values() if _number(w))]
+        if any(w < 0 for w in numbers):
             raise ValueError("weights must be >= 0")
+        if self.min_measured_rows < 1:
+            raise ValueError(f"min_measured_rows must be >= 1, got {self.min_measured_rows}")
         if overlap := sorted(set(self.gates) & set(self.weights)):
             raise ValueError(f"{overlap} are gates and weighted model scores at once; name each in one place")
         if len(set(self.gates)) != len(self.gates):
@@ -59,6 +70,10 @@ class AggregateConfig:
             raise ValueError(f"{overlap} are gates and overrides at once; an override decides before the gates")
         if bad := {k: v for k, v in self.overrides.items() if not 0.0 <= v <= 1.0}:
             raise ValueError(f"override confidences must be in [0, 1], got {bad}")
+
+    def with_weights(self, weights: dict[str, float]) -> "AggregateConfig":
+        """This config with numbers for the weights (the resolved `measured` ones)."""
+        return dataclasses.replace(self, weights={**self.weights, **weights})
 
     def check_labelers(self, labelers: list[str]) -> None:
         """Fail on gates/weights naming a labeler params `labelers` lacks (a typo would silently do nothing)."""
@@ -69,7 +84,14 @@ class AggregateConfig:
             )
 
 
+def _number(value) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
 def weight_expr(cfg: AggregateConfig) -> pl.Expr:
+    """Each label's weight; `measured` weights must be resolved first (AggregateConfig.with_weights)."""
+    if unresolved := sorted(k for k, w in cfg.weights.items() if w == MEASURED):
+        raise ValueError(f"weights of {unresolved} are {MEASURED!r}: resolve them (measured_weights) before scoring")
     expr = pl.lit(cfg.default_weight, dtype=pl.Float64)
     for labeler, weight in sorted(cfg.weights.items()):
         expr = pl.when(pl.col("labeler") == labeler).then(pl.lit(float(weight))).otherwise(expr)

@@ -8,12 +8,13 @@ The front matter's `configs` maps each config/split to its shard glob, which is 
 reads; `dataset_info` declares the features and each split's row count, which `datasets` checks when loading.
 
 Body: an intro naming each config; configs and splits; a link to the offline viewer page (when given); rows rejected
-upstream; label methods; the labelers' accuracy on the gold packs (when given); pair types; statistics; one schema
-table per config; loading; training with TRL per config; provenance.
+upstream; label methods; the reward weights used and why; the labelers' accuracy on the gold packs (when given);
+pair types; statistics; one schema table per config; loading; training with TRL per config; provenance.
 
 Upstream manifest keys read (all optional): `rejects` {reason: rows}, `labelers` [name], `labeler_versions`
 {labeler: version or [versions]}, `pair_types` {type: rows}, `step_labelers` [name], `step_methods` {name: method},
-`gates` [name] (rl: the GRPO snippet's reward functions), `params_hash`, `inputs` {name: sha256}.
+`gates` [name] (rl: the GRPO snippet's reward functions), `params_hash`, `inputs` {name: sha256}, `reward_weights`
+{labeler: {weight, source, reason, rows, accuracy, kappa}} (the *Reward weights* section).
 """
 
 import keyword
@@ -28,6 +29,7 @@ from rewardmill.transforms.evaluation.audit import METRICS, measured_on, share
 from rewardmill.transforms.export.hub_layout import ConfigExport
 from rewardmill.transforms.export.markdown import table
 from rewardmill.transforms.export.provenance import Provenance, provenance_section
+from rewardmill.transforms.export.reward_weights import reward_weights_section
 from rewardmill.transforms.export.trainers import training_section
 
 __all__ = ["Provenance", "build_card", "front_matter", "parse_source", "size_category", "type_name"]
@@ -78,6 +80,7 @@ def build_card(
         _viewer(viewer),
         _rejects(configs, manifests),
         _label_methods(configs, manifests, provenance),
+        reward_weights_section(manifests),
         labeler_accuracy_section(labeler_audit),
         judge_probes_section(judge_probes),
         _pair_types(configs, manifests),

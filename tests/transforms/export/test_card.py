@@ -362,3 +362,27 @@ def test_a_pool_card_names_its_policies(exported):
     text = card(configs, provenance=dataclasses.replace(PROVENANCE, model=None, policies=pool))
     assert "from the samples of a pool of policies (`fast`, `remote`)" in text
     assert "Built with rewardmill from the policy's own samples" not in text
+
+
+WEIGHTS = {  # assemble's manifests: measured_weights.weight_record
+    "appeal": {"weight": 0.597, "source": "measured", "reason": "Cohen's kappa 0.597 against the deciding gate",
+               "rows": 110, "accuracy": 0.790909, "kappa": 0.597},
+    "panel": {"weight": 0.0, "source": "measured", "reason": "Cohen's kappa -0.077 ...: no better than chance, so 0",
+              "rows": 44, "accuracy": 0.25, "kappa": -0.077},
+    "rubric": {"weight": 1.0, "source": "fallback", "reason": "3 rollouts decided by it and a gate, fewer than ...",
+               "rows": 3, "accuracy": 1.0, "kappa": None},
+    "style": {"weight": 2.0, "source": "params", "reason": "set in params assemble.aggregate.weights"},
+}  # fmt: skip
+
+
+def test_reward_weights_say_which_judge_ranks_and_why(exported):
+    _, configs = exported
+    manifests = {**MANIFESTS, "pairs": {**MANIFESTS["pairs"], "reward_weights": WEIGHTS}}
+    weights = section(card(configs, manifests=manifests), "Reward weights")
+    assert "| `appeal` | 0.597 | measured | 0.597 | 0.791 | 110 | Cohen's kappa 0.597 against the deciding gate |" in (
+        weights
+    )
+    assert "| `panel` | 0 | measured | -0.077 | 0.250 | 44 |" in weights and "no better than chance, so 0" in weights
+    assert "| `rubric` | 1 | fallback (not measurable) | - | 1.000 | 3 |" in weights
+    assert "| `style` | 2 | set in params | - | - | - | set in params assemble.aggregate.weights |" in weights
+    assert "## Reward weights" not in card(configs)  # manifests without weights: no section
