@@ -8,6 +8,11 @@ A judge labeler is first probed (transforms/judges/probes.py): fixed attack comp
 special-token and prompt injections) on `probe_prompts` of the run's prompts. Its false-positive rate goes in the
 metrics (`probes`) and the manifest; the assemble stage refuses a judge above `max_probe_fpr` as a gate or an
 override (pipelines/assemble.py check_judge_roles).
+
+A judge call that still fails after its retries rejects its rollout (`judge_call_failed`). When more than
+`max_failed_calls` of the rollouts the labeler took on are lost that way, the stage fails (`FailedCallsError`: one
+line, exit status 2) and renames nothing into place, so DVC records no stage that silently lost its rows; the calls
+that succeeded are in the call and label caches, and a rerun sends only the rest.
 """
 
 import argparse
@@ -22,6 +27,7 @@ from rewardmill.pipelines.stage import (
     StageTimer,
     absolute_args,
     atomic_output,
+    count_rejects,
     count_rows,
     counter_totals,
     load_beam_config,
@@ -32,6 +38,7 @@ from rewardmill.pipelines.stage import (
     write_rejects,
 )
 from rewardmill.schemas import LABEL_V1, ROLLOUT_V2
+from rewardmill.transforms.errors import UserError
 from rewardmill.transforms.io import storage
 from rewardmill.transforms.io.json_file import WriteJson, pop_json
 from rewardmill.transforms.io.parquet import ReadStageOutput, WriteSortedParquet
@@ -45,7 +52,7 @@ from rewardmill.transforms.labelers.beam import (
     LabelRollouts,
     uses_groups,
 )
-from rewardmill.transforms.labelers.judge_base import JudgeLabeler
+from rewardmill.transforms.labelers.judge_base import JUDGE_CALL_FAILED, JudgeLabeler
 from rewardmill.transforms.labelers.normalize import normalize_output
 from rewardmill.transforms.labelers.stats import label_stats
 from rewardmill.transforms.planning.budget import Admission, Budget
@@ -73,6 +80,13 @@ class LabelerParams:
     # The largest share of probes a judge may credit and still be an assemble gate or override (above it the assemble
     # stage fails); a judge used only to rank reports its rate and runs.
     max_probe_fpr: float = 0.1
+    # Judges only: the largest share of the rollouts it labels that may be rejected as judge_call_failed (a call that
+    # still failed after its retries) before the stage fails instead of writing its output. A rerun resumes.
+    max_failed_calls: float = 0.05
+
+
+class FailedCallsError(UserError):
+    """More of a label stage's rollouts lost their judge call than its `max_failed_calls` allows."""
 
 
 def resolve(name: str, params: LabelerParams):
@@ -136,6 +150,26 @@ def check_conservation(stage: str, out_dir: str, rollouts: int, not_applicable: 
     )
 
 
+def check_failed_calls(stage: str, name: str, limit: float, failed: int, labeled: int, usage: dict[str, int]) -> None:
+    """Fail when `failed` of the `failed + labeled` rollouts the labeler took on lost their judge call, a share above
+    `limit`. The message gives the counts, this run's calls (`usage`: Beam counters, {} when the runner keeps none)
+    and what to do."""
+    taken = failed + labeled
+    if not failed or failed / taken <= limit:
+        return
+    calls = ", ".join(f"{key} {usage[key]}" for key in ("requests", "retries", "failures") if key in usage)
+    if "concurrency_limit" in usage:
+        lowered = usage.get("concurrency_decreases", 0)  # a counter that never moved is not reported
+        calls += f", concurrency limit at the end {usage['concurrency_limit']} (lowered {lowered}x)"
+    raise FailedCallsError(
+        f"{stage}: {failed} of {taken} rollouts ({failed / taken:.0%}) lost their judge call after its retries "
+        f"({JUDGE_CALL_FAILED}{'; ' + calls if calls else ''}), above labelers.{name}.max_failed_calls {limit}; "
+        "the stage's output was not written, and the calls that succeeded are cached, so a rerun sends only the "
+        "rest. Check that the judge server is up and not overloaded (its log), lower the backend's max_concurrency, "
+        "raise its request_timeout, or raise max_failed_calls knowingly"
+    )
+
+
 def probe(name: str, params: LabelerParams, cls, config, rollouts_dir: str, cache_dir: str | None) -> dict | None:
     """The judge's attack-probe report (None for a labeler that is no judge, or probe_prompts 0). The assemble stage
     refuses a judge above max_probe_fpr as a gate or an override (it reads this report from the manifest), so an
@@ -196,6 +230,9 @@ def main(argv: list[str] | None = None) -> None:
         not_applicable = dict(sorted((pop_json(storage.join(tmp, NOT_APPLICABLE_FILE)) or {}).items()))
         normalize_output(tmp, cls, config)  # scores over the whole run (reward models), before anything reads them
         check_conservation(stage, tmp, total, not_applicable)
+        usage = counter_totals(result, USAGE_NAMESPACE)
+        failed = count_rejects(tmp).get(JUDGE_CALL_FAILED, 0)
+        check_failed_calls(stage, args.name, params.max_failed_calls, failed, labeled_or_rejected(tmp)[0], usage)
         check_not_all_errors(stage, tmp)
         stats = label_stats(tmp, cls)  # the labeler's own summary (e.g. which sandbox ran code) goes in the manifest
         manifest = write_manifest(
@@ -213,7 +250,6 @@ def main(argv: list[str] | None = None) -> None:
             | ({"probes": probed} if probed else {}),
         )
     if args.metrics:
-        usage = counter_totals(result, USAGE_NAMESPACE)
         budget = {"budget": budget_record(admitted)} if admitted else {}
         probed_metrics = {"probes": probes.summary(probed)} if probed else {}
         write_json_atomic(

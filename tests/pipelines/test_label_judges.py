@@ -20,7 +20,8 @@ COMPLETIONS = ["4", "5", "doomed 4", "slow 4"]
 def judge_params(proxy_url: str, policy_dir) -> dict:
     backend = {"kind": "openai", "model": str(policy_dir), "base_url": proxy_url + "/v1"}
     backend |= {"max_retries": 1, "request_timeout": 5.0, "max_concurrency": 2}
-    return {"labeler": "pointwise_judge", "config": {"backend": backend, "max_tokens": 6}}
+    # 1 of the 4 rollouts is meant to lose its call: allowed here (test_label_failed_calls.py covers the limit)
+    return {"labeler": "pointwise_judge", "config": {"backend": backend, "max_tokens": 6}, "max_failed_calls": 0.5}
 
 
 def user_content(completion: str) -> str:
