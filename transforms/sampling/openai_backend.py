@@ -1,6 +1,8 @@
 """OpenAI-compatible backend: sample the policy from any chat endpoint (`vllm serve`, SGLang, `transformers serve`,
-a hosted model) through the judge's client: bounded concurrency, retries with backoff on 429/5xx/timeouts, token
-accounting, and the API key read from an environment variable only.
+a hosted model) through the judge's client: as many requests in flight as the server takes, up to
+`max_concurrency` (transforms/judges/concurrency.py: a serial CPU server gets one at a time, not a burst that times
+out), retries with backoff on 429/5xx/timeouts, token accounting, and the API key read from an environment variable
+only.
 
 Every sample is its own request (n=1) with its own seed (`sample_seed(seed, prompt_id, index)`): a sample depends
 on its prompt and index only, exact token counts come from each reply's usage, and servers that ignore `n` (as
