@@ -9,7 +9,8 @@ Out: a plain dict (`reports/label_qa.json`; its counts also go to the metrics) a
   confident side of its most confident disagreeing pair), with the prompt, the completion, the reference and every
   labeler that decided it (on a disputed rollout each one disagrees with some other), verdicts and rationales;
 - for every labeler that is not a gate, its confusion against the deciding gate (judge says correct / incorrect x
-  the gate says correct / incorrect) and its accuracy.
+  the gate says correct / incorrect), its accuracy and its Cohen's kappa (agreement beyond chance: what a `measured`
+  reward weight in assemble is, floored at 0).
 Deterministic: every ranking breaks ties by rollout id and labeler names.
 """
 
@@ -19,6 +20,7 @@ from typing import Any
 
 import polars as pl
 
+from rewardmill.transforms.aggregate.measured_weights import Agreement
 from rewardmill.transforms.io.parquet import list_shards
 
 DECIDED = ("correct", "incorrect")
@@ -151,7 +153,13 @@ def _confusion(decided: pl.DataFrame, rewards: str | Path | None, gates: list[st
             "incorrect_incorrect": int((~says & ~gate).sum()),
         }
         agree = cells["correct_correct"] + cells["incorrect_incorrect"]
-        out[labeler] = {**cells, "n": part.height, "accuracy": round(agree / part.height, 6)}
+        kappa = Agreement(**cells).kappa  # what a `measured` reward weight is made of (floored at 0)
+        out[labeler] = {
+            **cells,
+            "n": part.height,
+            "accuracy": round(agree / part.height, 6),
+            "kappa": None if kappa is None else round(kappa, 6),
+        }
     return out
 
 
@@ -186,6 +194,7 @@ def render_html(report: dict) -> str:
                 "says incorrect, gate incorrect",
                 "n",
                 "accuracy",
+                "kappa (beyond chance)",
             ],
             [
                 [
@@ -196,6 +205,7 @@ def render_html(report: dict) -> str:
                     c["incorrect_incorrect"],
                     c["n"],
                     c["accuracy"],
+                    "-" if c["kappa"] is None else c["kappa"],
                 ]
                 for name, c in report["confusion"].items()
             ],

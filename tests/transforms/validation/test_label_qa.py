@@ -45,7 +45,7 @@ def test_disagreements_by_kind_ranked_by_confidence_with_texts(tmp_path):
     # the judge against the gate: rollouts 0-2 (3 has no gate verdict)
     assert report["confusion"]["judge"] == {
         "correct_correct": 1, "correct_incorrect": 1, "incorrect_correct": 1, "incorrect_incorrect": 0, "n": 3,
-        "accuracy": 0.333333,
+        "accuracy": 0.333333, "kappa": -0.5,
     }  # fmt: skip
     assert "math_answer" not in report["confusion"]  # a gate is not judged against itself
     assert summary(report)["pairs"]["judge|math_answer"] == {"n": 3, "disagree": 2}
