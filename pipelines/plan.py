@@ -73,9 +73,10 @@ class Rollouts:
 
     rows: list[dict] | None = None
     policies: dict | None = None  # the manifest's `policies` (what the steps stage reads)
-    placeholders: int = 0
+    placeholders: frozenset[str] = frozenset()  # ids of the rows not sampled yet
     note: str | None = None
     missing: tuple[str, str] | None = None
+    max_new_tokens: int = 0  # the longest a placeholder's answer may be
 
     def plan_missing(self, stage: str, unit: str) -> StagePlan:
         what, target = self.missing
@@ -128,18 +129,18 @@ def rollouts_to_plan(paths: Paths, cfg=None) -> Rollouts:
     if not reasons:
         return Rollouts(read_rows(paths.rollouts, ROLLOUT_V2), manifest.get("policies", {}))
     prompts = read_rows(paths.prompts, PROMPT_V1)
-    rows, placeholders = predicted_rollouts(prompts, members, cfg.sampling(), paths.rollouts_cache)
+    rows, pending = predicted_rollouts(prompts, members, cfg.sampling(), paths.rollouts_cache)
     note = (
         f"planned against the {len(rows)} rollouts the rollouts stage will write ({len(prompts)} prompts x "
         f"{len(members)} {'policies' if len(members) > 1 else 'policy'} x n={cfg.n}), not {paths.rollouts}: "
         f"{'; '.join(reasons)}"
     )
-    if placeholders:
+    if pending:
         note += (
-            f". {placeholders} of them are not sampled yet: each counts as judged, at "
-            f"max_new_tokens={cfg.max_new_tokens} tokens (an upper bound)"
+            f". {len(pending)} of them are not sampled yet: each counts as judged, at "
+            f"max_new_tokens={cfg.max_new_tokens} tokens, and as the longest step search (an upper bound)"
         )
-    return Rollouts(rows, policies_record(members), placeholders, note)
+    return Rollouts(rows, policies_record(members), frozenset(pending), note, max_new_tokens=cfg.max_new_tokens)
 
 
 def plan_rollouts_stage(paths: Paths, prices: Prices, cfg=None) -> StagePlan:
@@ -196,9 +197,10 @@ def plan_steps_stage(
     rollouts: Rollouts | None = None,
 ) -> StagePlan:
     from rewardmill.pipelines.steps import Chosen, StepsParams, continuation_model, resolve, select
-    from rewardmill.transforms.planning.steps_plan import plan_steps
+    from rewardmill.transforms.planning.steps_plan import plan_steps, plan_unsampled
     from rewardmill.transforms.sampling.policy import model_identity
     from rewardmill.transforms.steps.continuations import CachedContinuer, TransformersContinuer, VLLMContinuer
+    from rewardmill.transforms.steps.labeler import StepLabeler
     from rewardmill.transforms.steps.pseudo_reference import attach_all
 
     params = params or load_section(StepsParams, "steps", key=name)
@@ -221,7 +223,16 @@ def plan_steps_stage(
     cache = paths.steps_cache  # the stage's --cache: continuations/ and calls/ inside, as LabelStepChunks uses it
     continuer = CachedContinuer(inner, cache and f"{cache}/continuations", model_identity(model))
     calls = cache and f"{cache}/calls"
-    plan = plan_steps(name, config, chosen, continuer, model, calls, prices, TokenCounter(model), seen)
+    unsampled = [r for r in chosen if r["rollout_id"] in rollouts.placeholders]  # planned at their worst
+    chosen = [r for r in chosen if r["rollout_id"] not in rollouts.placeholders]
+    counter = TokenCounter(model)
+    plan = plan_steps(name, config, chosen, continuer, model, calls, prices, counter, seen)
+    if unsampled:
+        steps = config.segment.max_steps or rollouts.max_new_tokens  # a step holds at least a token
+        labeler = StepLabeler(name, config)
+        plan_unsampled(plan, labeler, unsampled, model, prices.price("transformers", model), counter, steps)
+        if config.uses_judge:
+            plan.notes.append(f"judge calls on the {len(unsampled)} selected rollouts not sampled yet are not counted")
     plan.notes.append(f"a request is one prefix's k={config.k} continuations")
     return rollouts.annotate(plan)
 

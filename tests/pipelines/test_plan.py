@@ -187,6 +187,11 @@ def test_after_rollouts_n_changes_the_judges_are_planned_for_the_new_n(built_wit
     (note,) = appeal["notes"]
     assert "planned against the 24 rollouts the rollouts stage will write (3 prompts x 1 policy x n=8)" in note
     assert "its params changed since it was built" in note and "24 of them are not sampled yet" in note
+    # the step searches on 3 selected rollouts not sampled yet, at their longest: segment.max_steps=8 steps, so
+    # Monte Carlo continues 7 prefixes of each, a binary search at most 3
+    mc, search = plans["steps@mc"], plans["steps@binary_search"]
+    assert (mc["rows"], mc["requests"], mc["requests_bound"]) == (3, 3 * 7, True)
+    assert (search["rows"], search["requests"], search["requests_bound"]) == (3, 3 * 3, True)
 
 
 def test_changed_prompts_are_a_stale_rollouts_output_too(built_with_n4, capsys):

@@ -7,6 +7,7 @@ stops being predictable at its first uncached prefix: from there the plan counts
 could still take (an upper bound, flagged `bound`), each prefix at the rollout's longest prefix's tokens."""
 
 import copy
+from types import SimpleNamespace
 
 from rewardmill.transforms.planning.judge_calls import CallRecorder, counting_calls
 from rewardmill.transforms.planning.spend import Prices, StagePlan, priced
@@ -109,3 +110,23 @@ def worst_rounds(planner, known=lambda step: False) -> int:
     continuations reach the answer / none does)."""
     pending = planner.pending()
     return sum(not known(step) for step in pending) + _worst_after(planner, known) if pending else 0
+
+
+def plan_unsampled(plan: StagePlan, labeler: StepLabeler, rows: list[dict], model: str, price, tokens, steps: int):
+    """Charge the selected rollouts not sampled yet (a rollouts stage that will rerun) at their worst: `steps` steps
+    each (segment.max_steps, else one a token), the longest search over them, every prefix at the whole answer's
+    tokens. Judge calls of judge-based methods on them are not counted (the plan notes it)."""
+    cfg = labeler.config
+    if not rows or not cfg.uses_continuations:
+        plan.rows += len(rows)
+        return
+    out_tokens = cfg.k * cfg.continuation.max_new_tokens
+    most = max(
+        worst_rounds(labeler.planner_for(SimpleNamespace(steps=[None] * steps, final_correct=final)))
+        for final in (False, True)
+    )
+    for row in sorted(rows, key=lambda r: r["rollout_id"]):
+        plan.rows += 1
+        full = tokens.chat(model, row["messages"], row["completion"]) * cfg.k
+        plan.charge(row["prompt_id"], priced(price, model, most, full * most, out_tokens * most))
+    plan.bound = True

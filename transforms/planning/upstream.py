@@ -47,19 +47,22 @@ def placeholder_completion(rollout_id: str, max_new_tokens: int) -> str:
     return " ".join([f"pending{rollout_id[:16].translate(_LETTERS)}", *["x"] * (max_new_tokens - 1)])
 
 
-def predicted_rollouts(prompts: list[dict], members, sampling, cache_dir: str | None) -> tuple[list[dict], int]:
-    """The rows the rollouts stage would write for `prompts` (every member, n samples each), and how many of them
-    are placeholders (not in the rollout cache). `members`: the resolved pool; `sampling`: its SamplingParams."""
-    rows, placeholders = [], 0
+def predicted_rollouts(prompts: list[dict], members, sampling, cache_dir: str | None) -> tuple[list[dict], set[str]]:
+    """The rows the rollouts stage would write for `prompts` (every member, n samples each), and the ids of those
+    that are placeholders (not in the rollout cache). `members`: the resolved pool; `sampling`: its SamplingParams."""
+    rows, placeholders = [], set()
     for m in members:
         cache = RolloutCache(cache_dir, m.info.fingerprint, m.backend, sampling)
         sampling_json = sampling.to_json(m.backend)
         for prompt in sorted(prompts, key=lambda p: p["prompt_id"]):
             samples = _cached(cache, prompt)
-            if samples is None:
+            pending = samples is None
+            if pending:
                 samples = [_placeholder(prompt, m, sampling, sampling_json, i) for i in range(sampling.n)]
-                placeholders += len(samples)
-            rows.extend(to_rollout_row(prompt, s, m.info, m.backend, sampling_json) for s in samples)
+            made = [to_rollout_row(prompt, s, m.info, m.backend, sampling_json) for s in samples]
+            rows.extend(made)
+            if pending:
+                placeholders.update(r["rollout_id"] for r in made)
     return rows, placeholders
 
 
