@@ -29,6 +29,7 @@ from apache_beam.io.filesystems import FileSystems
 from rewardmill.pipelines.audit import audit, for_metrics, precision_check
 from rewardmill.pipelines.config import cache_root, load_section, read_params
 from rewardmill.pipelines.stage import (
+    MANIFEST,
     atomic_output,
     load_beam_config,
     read_manifest,
@@ -259,6 +260,15 @@ def labeler_audit(cfg: ValidateConfig, packs: str | None) -> dict[str, Any]:
     return {**for_metrics(report), "check": precision_check(report, cfg.min_labeler_precision, deciders)}
 
 
+def reward_weights(rewards: Path) -> dict[str, dict]:
+    """The weight each judge's scores got in the reward (assemble's `reward_weights`), for the metrics beside the
+    label QA that explains it: labeler -> {weight, source, kappa}; {} without a rewards manifest recording them."""
+    if not (rewards / MANIFEST).is_file():
+        return {}
+    record = read_manifest(rewards).get("reward_weights") or {}
+    return {name: {k: w.get(k) for k in ("weight", "source", "kappa")} for name, w in sorted(record.items())}
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--prompts", default="data/prompts", help="the prompts folder")
@@ -285,6 +295,7 @@ def main(argv: list[str] | None = None) -> None:
     audited = labeler_audit(cfg, args.packs)
     qa = label_qa(subfolders(args.labels), args.rollouts, Path(args.datasets) / REWARDS)
     metrics["label_qa"] = qa_summary(qa)
+    metrics["reward_weights"] = reward_weights(Path(args.datasets) / REWARDS)
     with atomic_output(args.reports) as folder:  # local folders: DVC metrics and plots, and HTML pages
         tmp = Path(folder)
         run_pipeline(lambda p: build(p, cfg, found, str(tmp)), load_beam_config())

@@ -60,6 +60,9 @@ def outputs(root: Path) -> dict[str, bytes]:
 def test_valid_project_writes_reports_docs_metrics_plots_and_reruns_identically(tmp_path, params_file):
     write_project(tmp_path)
     write_process_rewards(tmp_path)
+    manifest = tmp_path / "data/datasets/_rewards/_manifest.json"  # as assemble records its weights
+    weights = {"panel": {"weight": 0.0, "source": "measured", "reason": "...", "rows": 44, "kappa": -0.077151}}
+    manifest.write_text(json.dumps({**json.loads(manifest.read_text()), "reward_weights": weights}))
     params_file(PARAMS)
     main(stage_args(tmp_path))
 
@@ -89,6 +92,7 @@ def test_valid_project_writes_reports_docs_metrics_plots_and_reruns_identically(
 
     metrics = json.loads(first["metrics/validate.json"])
     assert json.loads(first["reports/label_qa.json"])["gates"] == ["math_answer"] and "label_qa" in metrics
+    assert metrics["reward_weights"] == {"panel": {"weight": 0.0, "source": "measured", "kappa": -0.077151}}
     assert metrics["validation"] == dict.fromkeys(names, {"success": True, "failed_expectations": 0})
     assert metrics["datasets"]["pairs"]["count"] == len(PAIRS) and metrics["rollouts"]["pass_rate"] == 0.5
     assert metrics["rl"]["rl"]["rows"] == len(RL_ROWS) and metrics["rewards"]["length_correlation"]["n"] == 4
