@@ -111,23 +111,16 @@ def rollouts_to_plan(paths: Paths, cfg=None) -> Rollouts:
 
     cfg = cfg or load_section(RolloutsConfig, STAGE)
     built = storage.exists(paths.rollouts)
-    has_manifest = built and storage.exists(storage.join(paths.rollouts, MANIFEST))
-    if built and not has_manifest:  # not written by the stage (a hand-made folder): nothing to compare with
-        return Rollouts(read_rows(paths.rollouts, ROLLOUT_V2))
-    if not storage.exists(paths.prompts):
-        if built:  # no prompts to compare with or to sample from: the rows on disk are all there is
-            return Rollouts(read_rows(paths.rollouts, ROLLOUT_V2), read_manifest(paths.rollouts).get("policies", {}))
-        return Rollouts(missing=(paths.rollouts, "rollouts"))  # which builds the prompts too
-    if not Path(paths.model).is_dir():
-        if built:
-            return Rollouts(read_rows(paths.rollouts, ROLLOUT_V2), read_manifest(paths.rollouts).get("policies", {}))
-        return Rollouts(missing=(paths.rollouts, "rollouts"))
+    if built and not storage.exists(storage.join(paths.rollouts, MANIFEST)):  # hand-made: nothing to compare with
+        return on_disk(paths)
+    if not storage.exists(paths.prompts) or not Path(paths.model).is_dir():  # nothing to compare with or sample from
+        return on_disk(paths)  # or, when not built either, `dvc repro rollouts` (which builds prompts and model)
     members = cfg.pool(paths.model)
     manifest = read_manifest(paths.rollouts) if built else None
     fingerprints = {m.name: m.info.fingerprint for m in members}  # as policies_record writes them
     reasons = stale_reasons(manifest, params_hash(cfg), {"prompts": digest_path(paths.prompts)}, fingerprints)
     if not reasons:
-        return Rollouts(read_rows(paths.rollouts, ROLLOUT_V2), manifest.get("policies", {}))
+        return on_disk(paths)
     prompts = read_rows(paths.prompts, PROMPT_V1)
     rows, pending = predicted_rollouts(prompts, members, cfg.sampling(), paths.rollouts_cache)
     note = (
