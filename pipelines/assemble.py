@@ -16,7 +16,6 @@ few file paths per bucket, not a Python dict per row, and buckets spread over wo
 
 import argparse
 import dataclasses
-import json
 import logging
 from dataclasses import dataclass, field
 from functools import partial
@@ -44,6 +43,7 @@ from rewardmill.pipelines.stage import (
     read_manifest,
     run_pipeline,
     setup_logging,
+    write_json_atomic,
 )
 from rewardmill.schemas import LABEL_V1, REJECT_V1, ROLLOUT_V2
 from rewardmill.transforms.aggregate.beam import COUNTS, AssembleBucket, BucketInputs, bucket_inputs, sum_counts
@@ -183,8 +183,7 @@ def record_weights(out: str, manifests: dict[str, dict], used: dict[str, WeightU
     record = weight_record(used)
     for name in OUTPUTS:
         manifests[name] = {**manifests[name], "reward_weights": record}
-        text = json.dumps(manifests[name], indent=2, sort_keys=True) + "\n"  # as write_manifest writes it
-        storage.write_text(storage.join(out, name, MANIFEST), text)
+        write_json_atomic(storage.join(out, name, MANIFEST), manifests[name])
 
 
 def main(argv: list[str] | None = None) -> None:
