@@ -23,6 +23,7 @@ from importlib import metadata
 from pathlib import Path
 
 STAGES = {
+    "check": "rewardmill.pipelines.check",
     "model": "rewardmill.pipelines.model",
     "prompts": "rewardmill.pipelines.prompts",
     "rollouts": "rewardmill.pipelines.rollouts",
@@ -120,8 +121,13 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:
         if debug or not is_user_error(exc):
             raise
-        print(f"rewardmill: error: {exc}\n(run with --debug for the traceback)", file=sys.stderr)
+        print(f"rewardmill: error: {one_line(exc)} (--debug shows the traceback)", file=sys.stderr)
         return USER_ERROR
+
+
+def one_line(exc: BaseException) -> str:
+    """The message on one line: a wrapped library error (PyYAML's, Beam's "[while running ...]") may span several."""
+    return "; ".join(line.strip() for line in str(exc).splitlines() if line.strip()) or type(exc).__name__
 
 
 def dispatch(argv: list[str]) -> int:

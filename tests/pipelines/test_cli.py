@@ -65,8 +65,8 @@ def test_a_config_mistake_is_one_line_and_debug_shows_the_traceback(bad_params, 
 
     assert main(["run", "prompts", "--out", str(tmp_path / "p"), "--params", str(bad_params)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert err[0].startswith("rewardmill: error: ") and "sourcez" in err[0] and "--debug" in err[1], err
-    assert len(err) == 2 and not (tmp_path / "p").exists()
+    assert err[0].startswith("rewardmill: error: ") and "sourcez" in err[0] and "--debug" in err[0], err
+    assert len(err) == 1 and not (tmp_path / "p").exists()
     with pytest.raises(ConfigError, match="sourcez"):
         main(["--debug", "--params", str(bad_params), "run", "prompts", "--out", str(tmp_path / "p")])
 

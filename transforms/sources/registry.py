@@ -142,12 +142,14 @@ class SourceError(UserError):
 
 
 def check_sources(sources: list[PromptSource], params: str) -> None:
-    """Each source's check(), its error naming the params entry: what reading would fail on, before any pipeline."""
+    """Each source's check(), its error naming the params file (when given) and entry: what reading would fail on,
+    before any pipeline."""
     for i, source in enumerate(sources):
         try:
             source.check()
         except (OSError, files.SourceFileError) as exc:
-            raise SourceError(f"{params}: prompts.sources[{i}] ({source.name}): {exc}") from exc
+            where = f"{params}: " if params else ""
+            raise SourceError(f"{where}prompts.sources[{i}] ({source.name}): {exc}") from exc
 
 
 def default_task(source) -> str:

@@ -1,0 +1,113 @@
+"""Stage `check`: every params section loads as its stage reads it, every labeler resolves, inputs exist.
+
+It runs first in `dvc repro`, before any model: a params typo, an unknown labeler (with a did-you-mean) or a missing
+prompt file or local model stops the run here with one line, not a stage later or DVC's "No such file" about a
+labeler's module. Its output (`{"ok": true}`) has the same bytes whatever valid params say, so a params change
+reruns only this check and the stages that read the changed section.
+"""
+
+import argparse
+import difflib
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from rewardmill.pipelines.config import from_dict, params_path, read_params
+from rewardmill.pipelines.settings import all_settings
+from rewardmill.transforms.errors import UserError
+
+OK = {"ok": True}
+
+
+class CheckError(UserError):
+    """params, a labeler name or an input the run needs is wrong: every problem, in one line."""
+
+
+def labeler_problem(params: dict[str, Any], stage: str) -> str | None:
+    """label@KEY whose `labeler` names nothing registered: the key, the name, the closest known names."""
+    from importlib.metadata import entry_points
+
+    from rewardmill.transforms.labelers import ENTRY_POINT_GROUP, LABELERS
+
+    key = stage.partition("@")[2]
+    entry = (params.get("labelers") or {}).get(key)
+    name = entry.get("labeler") if isinstance(entry, dict) else None
+    known = sorted({*LABELERS, *(ep.name for ep in entry_points(group=ENTRY_POINT_GROUP))})
+    if not isinstance(name, str) or name in known:
+        return None
+    close = difflib.get_close_matches(name, known, n=3, cutoff=0.6)
+    hint = f"did you mean {' or '.join(repr(c) for c in close)}? " if close else ""
+    return (
+        f"labelers.{key}.labeler: unknown labeler {name!r} ({hint}known: {', '.join(known)}; a labeler from another "
+        "package needs its entry point installed)"
+    )
+
+
+def settings_problems(params: dict[str, Any], settings: dict[str, Any]) -> list[str]:
+    """Each section and stage that does not load, as `rewardmill stages --params` and the stage itself would say."""
+    from rewardmill.transforms.labelers import UnknownLabeler
+
+    problems = []
+    for name, value in settings.items():
+        if not isinstance(value, Exception):
+            continue
+        if isinstance(value, UnknownLabeler) and name.startswith("label@"):
+            problems.append(labeler_problem(params, name) or f"{name}: {value}")
+        else:
+            problems.append(f"{name}: {value}")
+    return problems
+
+
+def input_problems(params: dict[str, Any], settings: dict[str, Any]) -> list[str]:
+    """User-provided inputs a stage would miss after the models ran (or before Beam runs): prompt files, a local
+    model source, the benchmarks assemble decontaminates against. A section that does not load is not looked at:
+    its problem is already reported."""
+    from rewardmill.pipelines.model import ModelConfig, check_source
+    from rewardmill.pipelines.prompts import PromptsConfig
+    from rewardmill.transforms.sources.registry import check_sources
+
+    checks = {
+        "prompts": lambda raw: check_sources(from_dict(PromptsConfig, raw, "prompts").parsed_sources(), ""),
+        "model": lambda raw: check_source(from_dict(ModelConfig, raw, "model")),
+    }
+    problems = []
+    for section, check in checks.items():
+        if isinstance(settings.get(section), Exception):
+            continue
+        try:
+            check(params.get(section) or {})
+        except (UserError, ValueError) as exc:
+            problems.append(str(exc).removeprefix(f"{params_path()}: "))
+    if isinstance(settings.get("assemble"), dict):
+        files = settings["assemble"]["filters"]["decontaminate"]["files"]
+        for i, path in enumerate(files):
+            if "://" not in path and not Path(path).exists():
+                problems.append(f"assemble.filters.decontaminate.files[{i}]: {path}: no such benchmark file")
+    return problems
+
+
+def problems(params: dict[str, Any]) -> list[str]:
+    settings = all_settings(params)
+    return settings_problems(params, settings) + input_problems(params, settings)
+
+
+def write_ok(out: str) -> None:
+    """{"ok": true}, whole or not at all."""
+    path = Path(out)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f"{path.name}.tmp-{os.getpid()}")
+    tmp.write_text(json.dumps(OK) + "\n")
+    tmp.replace(path)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--out", default="data/check.json", help='where {"ok": true} goes when every check passes')
+    args = parser.parse_args(argv)
+    found = problems(read_params())
+    if found:
+        count = f"{len(found)} problems" if len(found) > 1 else "1 problem"
+        raise CheckError(f"{params_path()}: {count}, nothing ran: {'; '.join(found)}")
+    write_ok(args.out)
+    print(f"check: {params_path()} loads, every labeler resolves, every input exists")
