@@ -15,12 +15,13 @@ Deterministic: every ranking breaks ties by rollout id and labeler names.
 """
 
 import html
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
-from rewardmill.transforms.aggregate.measured_weights import Agreement
+from rewardmill.transforms.aggregate.measured_weights import agreements
 from rewardmill.transforms.io.parquet import list_shards
 
 DECIDED = ("correct", "incorrect")
@@ -141,25 +142,12 @@ def _confusion(decided: pl.DataFrame, rewards: str | Path | None, gates: list[st
         return {}
     paths = list_shards(str(rewards))
     truth = pl.concat([pl.read_parquet(p, columns=["rollout_id", "correct"]) for p in paths]).drop_nulls("correct")
-    judged = decided.filter(~pl.col("labeler").is_in(gates)).join(truth, on="rollout_id")
+    judges = sorted(set(decided["labeler"].to_list()) - set(gates))
     out = {}
-    for (labeler,), part in sorted(judged.partition_by("labeler", as_dict=True).items()):
-        says = part["verdict"] == "correct"
-        gate = part["correct"]
-        cells = {
-            "correct_correct": int((says & gate).sum()),
-            "correct_incorrect": int((says & ~gate).sum()),
-            "incorrect_correct": int((~says & gate).sum()),
-            "incorrect_incorrect": int((~says & ~gate).sum()),
-        }
-        agree = cells["correct_correct"] + cells["incorrect_incorrect"]
-        kappa = Agreement(**cells).kappa  # what a `measured` reward weight is made of (floored at 0)
-        out[labeler] = {
-            **cells,
-            "n": part.height,
-            "accuracy": round(agree / part.height, 6),
-            "kappa": None if kappa is None else round(kappa, 6),
-        }
+    for labeler, a in agreements(decided, truth, judges).items():  # the cells a `measured` reward weight reads
+        if a.n:
+            kappa = None if a.kappa is None else round(a.kappa, 6)
+            out[labeler] = {**asdict(a), "n": a.n, "accuracy": round(a.accuracy, 6), "kappa": kappa}
     return out
 
 
