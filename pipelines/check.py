@@ -46,23 +46,22 @@ def labeler_problem(params: dict[str, Any], stage: str) -> str | None:
 
 def settings_problems(params: dict[str, Any], settings: dict[str, Any]) -> list[str]:
     """Each section and stage that does not load, as `rewardmill stages --params` and the stage itself would say."""
+    return [setting_problem(params, name, value) for name, value in settings.items() if isinstance(value, Exception)]
+
+
+def setting_problem(params: dict[str, Any], name: str, error: Exception) -> str:
+    """`name: error`, or for an unknown labeler its params key and the closest registered names."""
     from rewardmill.transforms.labelers import UnknownLabeler
 
-    problems = []
-    for name, value in settings.items():
-        if not isinstance(value, Exception):
-            continue
-        if isinstance(value, UnknownLabeler) and name.startswith("label@"):
-            problems.append(labeler_problem(params, name) or f"{name}: {value}")
-        else:
-            problems.append(f"{name}: {value}")
-    return problems
+    if isinstance(error, UnknownLabeler) and name.startswith("label@"):
+        return labeler_problem(params, name) or f"{name}: {error}"
+    return f"{name}: {error}"
 
 
-def input_problems(params: dict[str, Any], settings: dict[str, Any]) -> list[str]:
+def input_problems(params: dict[str, Any], settings: dict[str, Any], model: bool = True) -> list[str]:
     """User-provided inputs a stage would miss after the models ran (or before Beam runs): prompt files, a local
     model source, the benchmarks assemble decontaminates against. A section that does not load is not looked at:
-    its problem is already reported."""
+    its problem is already reported. `model=False` leaves model.source to the caller (doctor checks it its own way)."""
     from rewardmill.pipelines.model import ModelConfig, check_source
     from rewardmill.pipelines.prompts import PromptsConfig
     from rewardmill.transforms.sources.registry import check_sources
@@ -71,6 +70,8 @@ def input_problems(params: dict[str, Any], settings: dict[str, Any]) -> list[str
         "prompts": lambda raw: check_sources(from_dict(PromptsConfig, raw, "prompts").parsed_sources(), ""),
         "model": lambda raw: check_source(from_dict(ModelConfig, raw, "model")),
     }
+    if not model:
+        checks.pop("model")
     problems = []
     for section, check in checks.items():
         if isinstance(settings.get(section), Exception):

@@ -17,7 +17,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from rewardmill.pipelines.config import params_path
+from rewardmill.pipelines.check import input_problems, setting_problem
+from rewardmill.pipelines.config import params_path, read_params
 from rewardmill.pipelines.settings import all_settings, mappings
 from rewardmill.transforms.doctor.endpoints import endpoint_check, endpoints_in
 from rewardmill.transforms.doctor.host import (
@@ -36,19 +37,23 @@ from rewardmill.transforms.sampling.policy import is_hub_id
 MODEL_FOLDER = "models/policy"  # dvc.yaml's model stage output
 
 
-def params_checks(settings: dict[str, Any]) -> list[Check]:
+def params_checks(settings: dict[str, Any], params: dict[str, Any] | None = None) -> list[Check]:
+    """Every section that does not load (an unknown labeler with its closest names), and the inputs params name that
+    are not there (prompt files, decontamination benchmarks): what the `check` stage stops `dvc repro` on."""
+    params = read_params() if params is None else params
     failed = {name: value for name, value in settings.items() if isinstance(value, Exception)}
-    if not failed:
+    inputs = input_problems(params, settings, model=False)  # model.source: source_check
+    if not failed and not inputs:
         return [Check("params", OK, f"{params_path()}: every section loads ({len(settings)} sections and stages)")]
     return [
         Check(
             "params",
             FAIL,
-            f"{name}: {error}",
+            setting_problem(params, name, error),
             f"fix it in {params_path()}; `rewardmill stages {name} --params` shows the settings it takes",
         )
         for name, error in failed.items()
-    ]
+    ] + [Check("params", FAIL, problem, f"fix the path in {params_path()}") for problem in inputs]
 
 
 def needs(settings: dict[str, Any]) -> tuple[list[str], list[str]]:
@@ -92,8 +97,9 @@ def code_sandbox_users(settings: dict[str, Any]) -> dict[str, dict]:
 
 def run_checks(root: Path, model: str, endpoints: bool) -> list[Check]:
     checks = [python_check(), *package_checks()]
-    settings = all_settings()
-    checks += params_checks(settings)
+    params = read_params()
+    settings = all_settings(params)
+    checks += params_checks(settings, params)
     if isinstance(settings.get("model"), dict):
         checks.append(source_check(settings["model"]["source"]))
     checks.append(folder_check(model))

@@ -1,6 +1,7 @@
 """Stage `model`: materialize the policy as a plain HF safetensors folder + fingerprint (models/policy/)."""
 
 import argparse
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -10,7 +11,9 @@ from rewardmill.pipelines.config import ConfigError, load_section, params_path
 from rewardmill.pipelines.conservation import ConservationError
 from rewardmill.pipelines.stage import StageTimer, atomic_output, load_beam_config, run_pipeline, setup_logging
 from rewardmill.transforms.io import timings
-from rewardmill.transforms.sampling.policy import FINGERPRINT_FILE, materialize, resolve_source
+from rewardmill.transforms.sampling.policy import FINGERPRINT_FILE, is_hub_id, materialize, resolve_source
+
+OFFLINE_VARIABLES = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")  # either stops transformers from downloading
 
 
 @dataclass(frozen=True)
@@ -24,13 +27,32 @@ class ModelConfig:
 
 def check_source(cfg: ModelConfig) -> None:
     """params `model.source` names something the stage can load (a known builtin, an existing GGUF file or HF folder,
-    or a hub id): a ConfigError naming the key otherwise, before Beam runs."""
+    or a hub id it may download or has cached): a ConfigError naming the key otherwise, before Beam runs. A path
+    such as `models/my-model` that is not on disk reads as a hub id (org/name), so offline it must be in the cache."""
+    where = f"{params_path()}: 'model.source'"
     try:
         resolve_source(cfg.source)
     except (FileNotFoundError, ValueError) as exc:
+        raise ConfigError(f"{where}: {exc} (a builtin:<key>, a .gguf file, an HF model folder or a hub id)") from exc
+    if is_hub_id(cfg.source) and offline() and not hub_cached(cfg.source):
         raise ConfigError(
-            f"{params_path()}: 'model.source': {exc} (a builtin:<key>, a .gguf file, an HF model folder or a hub id)"
-        ) from exc
+            f"{where}: {cfg.source}: no such local folder, and as a hub id it is not in the Hugging Face cache while "
+            "offline mode (HF_HUB_OFFLINE / TRANSFORMERS_OFFLINE) forbids downloading it; point model.source at the "
+            "model's folder, or download it once with network"
+        )
+
+
+def offline() -> bool:
+    return any(os.environ.get(v, "").lower() in ("1", "true", "yes", "on") for v in OFFLINE_VARIABLES)
+
+
+def hub_cached(repo_id: str) -> bool:
+    from huggingface_hub import try_to_load_from_cache
+
+    try:
+        return isinstance(try_to_load_from_cache(repo_id, "config.json"), str)
+    except ValueError:  # not a valid repo id
+        return False
 
 
 class _Materialize(beam.DoFn):

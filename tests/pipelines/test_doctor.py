@@ -142,3 +142,18 @@ def test_help_names_every_area(argv, capsys):
         main(argv)
     assert exit_.value.code == 0
     assert "sandbox" in capsys.readouterr().out
+
+
+def test_params_check_gives_an_unknown_labeler_its_closest_names_and_names_a_missing_prompt_file(tmp_path):
+    """What the `check` stage stops `dvc repro` on, doctor reports too: one FAIL each, and the report goes on."""
+    from rewardmill.pipelines.doctor import params_checks
+    from rewardmill.pipelines.settings import all_settings
+    from rewardmill.transforms.doctor.report import FAIL
+
+    params = tiny_params()
+    params["labelers"]["panel"]["labeler"] = "panel_judg"
+    params["prompts"]["sources"].append({"name": "mine", "kind": "file", "path": str(tmp_path / "nope.jsonl")})
+    failed = [c.detail for c in params_checks(all_settings(params), params) if c.status == FAIL]
+    assert len(failed) == 2, failed
+    assert "labelers.panel.labeler: unknown labeler 'panel_judg' (did you mean 'panel_judge'" in failed[0]
+    assert "prompts.sources[2] (mine)" in failed[1] and "nope.jsonl: prompt source file not found" in failed[1]

@@ -22,7 +22,7 @@ BAD_YAML = "beam:\n  runner: [FnApiRunner\nmodel:\n  dtype: float32\n"  # an unc
 
 
 def run(project: Path, *argv: str, timeout: int = 300) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if k != "REWARDMILL_PARAMS"}
+    env = {k: v for k, v in os.environ.items() if k != "REWARDMILL_PARAMS"} | {"HF_HUB_OFFLINE": "1"}
     env["PATH"] = f"{BIN}:{env['PATH']}"
     return subprocess.run(argv, cwd=project, env=env, capture_output=True, text=True, timeout=timeout)
 
@@ -104,6 +104,12 @@ CASES = [
         lambda p: write_params(p, missing_model),
         ["run", "check", "--out", "check.json"],
         ["'model.source'", "checkpoints/run1/final"],
+    ),
+    (
+        "model path that reads as a hub id, offline",  # models/x is org/name in form; offline, not in the cache
+        lambda p: write_params(p, lambda params: params["model"].update(source="models/my-finetune")),
+        ["run", "model", "--out", "models/policy"],
+        ["'model.source'", "models/my-finetune: no such local folder", "HF_HUB_OFFLINE"],
     ),
     (
         "missing prompt file",
