@@ -80,12 +80,56 @@ def input_problems(params: dict[str, Any], settings: dict[str, Any], model: bool
             check(params.get(section) or {})
         except (UserError, ValueError) as exc:
             problems.append(str(exc).removeprefix(f"{params_path()}: "))
+    if model:
+        problems += model_folder_problems(settings)
     if isinstance(settings.get("assemble"), dict):
         files = settings["assemble"]["filters"]["decontaminate"]["files"]
         for i, path in enumerate(files):
             if "://" not in path and not Path(path).exists():
                 problems.append(f"assemble.filters.decontaminate.files[{i}]: {path}: no such benchmark file")
     return problems
+
+
+def local_models(settings: dict[str, Any]) -> list[tuple[str, str]]:
+    """(params key, value) of every model params name as a local folder to load: judges' and step methods'
+    transformers / vllm backends, a candidate pool's members, evaluate's reward model and base."""
+    from rewardmill.pipelines.settings import mappings
+
+    found = []
+    for stage, value in settings.items():
+        if isinstance(value, Exception):
+            continue
+        if "@" in stage:
+            for where, block in mappings(value.get("config") or {}, f"{stage}.config"):
+                if block.get("kind") in ("transformers", "vllm") and isinstance(block.get("model"), str):
+                    found.append((f"{where}.model", block["model"]))
+        elif stage == "rollouts":
+            for name, member in (value.get("policies") or {}).items():
+                backend = member.get("backend") or value.get("backend")
+                if backend != "openai" and isinstance(member.get("model"), str):
+                    found.append((f"rollouts.policies.{name}.model", member["model"]))
+        elif stage == "evaluate":
+            for where, name in (
+                ("evaluate.reward_model", value.get("reward_model")),
+                ("evaluate.train.base", (value.get("train") or {}).get("base")),
+            ):
+                if isinstance(name, str):
+                    found.append((where, name))
+    return found
+
+
+def model_folder_problems(settings: dict[str, Any]) -> list[str]:
+    """A local model folder params name that is not there (a DVC output such as models/policy is made by its stage;
+    a name of the form org/name is a hub id, which the stage downloads or finds in the cache)."""
+    from rewardmill.transforms.doctor.project import dvc_outs
+    from rewardmill.transforms.sampling.policy import is_hub_id
+
+    made = {out.rstrip("/") for out in dvc_outs(Path("."))}
+    return [
+        f"{where}: {name}: no such local model folder (and not a hub id of the form org/name)"
+        for where, name in local_models(settings)
+        if "://" not in name and name.rstrip("/") not in made and not is_hub_id(name) and not Path(name).exists()
+    ]
 
 
 def problems(params: dict[str, Any]) -> list[str]:

@@ -1,5 +1,6 @@
 """`rewardmill` command line: run any stage outside DVC, or list them.
 
+rewardmill run check                             # every params section, labeler name and input, before any model
 rewardmill run prompts
 rewardmill run label math_answer --rollouts data/rollouts --out /tmp/labels
 rewardmill push --repo-id owner/name --revision v1.0

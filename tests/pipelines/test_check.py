@@ -57,6 +57,15 @@ def test_the_output_is_the_same_bytes_for_any_valid_params(tmp_path, params_file
         ),
         # a local model path that is not there
         (lambda p: p["model"].update(source="/nope/model"), ["'model.source': /nope/model"]),
+        # a judge's local model folder that is not there (models/policy, a DVC output, is made by its stage)
+        (
+            lambda p: p["labelers"]["panel"]["config"].update(
+                backend={"kind": "transformers", "model": "/nope/judge"}
+            ),
+            ["label@panel.config.backend.model: /nope/judge: no such local model folder"],
+        ),
+        # evaluate's reward model
+        (lambda p: p["evaluate"].update(reward_model="/nope/rm"), ["evaluate.reward_model: /nope/rm"]),
     ],
 )
 def test_each_mistake_is_named_and_nothing_is_written(tmp_path, params_file, monkeypatch, edit, says):
