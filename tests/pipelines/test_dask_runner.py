@@ -173,7 +173,7 @@ def test_a_side_inputs_upstream_runs_once(cluster, tmp_path):
 
 def test_without_the_dask_extra_the_runner_is_one_line_naming_the_extra(tmp_path):
     """`make install` has no Dask: choosing the runner then is a user error naming the extra to install, not an
-    ImportError traceback. Dask and distributed are blocked in a child interpreter (this venv has it, from make dev)."""
+    ImportError traceback. Dask and distributed are blocked in a child interpreter (this venv has them: make dev)."""
     import subprocess
     import sys
 
