@@ -11,7 +11,10 @@
   `tolerance` of B, more concurrency bought throughput: the limit grows by one (additive increase), if the window
   actually filled it. When the throughput gained, c * B / L for c requests in flight, is under 1 + (c - 1) / 4
   (less than a quarter of the added slots pay: latency grew about as fast as concurrency, the server queues), the
-  limit drops to that gain (at least one step). In between it holds.
+  limit drops to that gain (at least one step). In between it holds;
+- the per-attempt timeout: with `latency_cap` (the client passes half its `request_timeout`), the limit does not grow
+  where the latency it would bring (L * (c + 1) / c on a server that queues) passes the cap, and steps down while L is
+  above it: a queue must never push a request into its timeout, which would cost a retry and the server's wasted work.
 
 This is TCP Vegas' queue estimate (Netflix concurrency-limits' VegasLimit, GradientLimit) in the form a judge client
 needs: few, similar, long requests. Pure and thread-safe; no clock inside (callers measure latency), so tests drive it
@@ -46,10 +49,12 @@ class AdaptiveLimit:
         floor: int = 1,
         tolerance: float = 0.5,
         adaptive: bool = True,
+        latency_cap: float | None = None,
     ):
         if ceiling < 1 or floor < 1 or floor > ceiling:
             raise ValueError(f"concurrency limits need 1 <= floor ({floor}) <= ceiling ({ceiling})")
         self.ceiling, self.floor, self.tolerance, self.adaptive = ceiling, floor, tolerance, adaptive
+        self.latency_cap = latency_cap
         self.initial = min(max(initial, floor), ceiling) if adaptive else ceiling
         self._reset()
 
@@ -65,7 +70,7 @@ class AdaptiveLimit:
         self._window: list[tuple[float, int]] = []  # (seconds, in flight) of answers sent at this generation
 
     def __getstate__(self):
-        return {k: getattr(self, k) for k in ("ceiling", "floor", "tolerance", "adaptive", "initial")}
+        return {k: getattr(self, k) for k in ("ceiling", "floor", "tolerance", "adaptive", "initial", "latency_cap")}
 
     def __setstate__(self, state):
         self.__dict__.update(state)
@@ -113,8 +118,13 @@ class AdaptiveLimit:
         self._window = []
         if self.baseline is None or latency < self.baseline or concurrency == 1:
             self.baseline = latency  # alone on the wire, a request's latency is the no-load latency, by definition
+        capped = self.latency_cap is not None
+        if capped and latency > self.latency_cap and concurrency > 1 and self.limit > self.floor:
+            self._set(self.limit - 1)  # close to the timeout: one fewer in the queue
+            return
         if latency <= self.baseline * (1 + self.tolerance):
-            if filled and self.limit < self.ceiling:
+            grown = latency * (self.limit + 1) / self.limit  # if the server queues the one more
+            if filled and self.limit < self.ceiling and not (capped and grown > self.latency_cap):
                 self._set(self.limit + 1)
             return
         gain = concurrency * self.baseline / latency  # how many no-load servers' worth of throughput

@@ -87,7 +87,10 @@ class OpenAIJudgeClient:
         self._limit = self._new_limit()
 
     def _new_limit(self) -> AdaptiveLimit:
-        return AdaptiveLimit(max(1, self.config.max_concurrency), adaptive=self.config.adaptive_concurrency)
+        config = self.config
+        # half the per-attempt timeout: a request the server queues must still finish well inside its timeout
+        cap = config.request_timeout / 2 if config.request_timeout else None
+        return AdaptiveLimit(max(1, config.max_concurrency), adaptive=config.adaptive_concurrency, latency_cap=cap)
 
     @staticmethod
     def _zero_usage() -> dict[str, int]:

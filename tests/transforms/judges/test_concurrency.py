@@ -105,6 +105,26 @@ def test_a_window_that_never_filled_the_limit_does_not_raise_it():
     assert limit.limit == 4
 
 
+@pytest.mark.parametrize(
+    ("cap", "expected"),
+    [
+        (None, 8),  # no cap: flat latency ramps to the ceiling
+        (2.5, 8),  # 1.0 s answers: even queued behind one more they stay under 2.5 s
+        (1.9, 1),  # queued behind one more, a 1.0 s answer would take 2.0 s: past the cap, so it never grows
+    ],
+)
+def test_the_latency_cap_keeps_a_queue_away_from_the_timeout(cap, expected):
+    limit = AdaptiveLimit(ceiling=8, latency_cap=cap)
+    play(limit, parallel, 10)
+    assert limit.limit == expected
+
+
+def test_answers_above_the_latency_cap_step_the_limit_down():
+    limit = AdaptiveLimit(ceiling=8, initial=4, latency_cap=2.5)
+    play(limit, lambda c: 2.6, 1)  # flat against no baseline yet, but past the cap at 4 in flight
+    assert limit.limit == 3 and limit.decreases == 1
+
+
 def test_pinned_limit_is_the_ceiling_and_never_moves():
     limit = AdaptiveLimit(ceiling=8, adaptive=False)
     assert limit.limit == 8
