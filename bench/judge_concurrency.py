@@ -2,7 +2,7 @@
 
     transformers serve models/policy --device cpu --port 8000 > serve.log 2>&1 &     # as the README starts it
     python bench/judge_concurrency.py [--base-url http://127.0.0.1:8000/v1] [--rollouts 32] [--repeats 3]
-        [--modes one adaptive pinned] [--run-timeout 1200] [--keep DIR]
+        [--modes one adaptive pinned] [--request-timeout S] [--run-timeout 1200] [--keep DIR]
 
 Each run is the label stage (`rewardmill run label judge`, probes included) on `--rollouts` math rollouts, with the
 README's judge entry as written (read from the README's `first-hour: judge` block) and a fresh cache, so every call
@@ -95,10 +95,12 @@ def write_rollouts(folder: Path, n: int) -> None:
     write_table(rows_to_table(rollout_rows(n), ROLLOUT_V2), str(folder / "part-00000-of-00001.parquet"))
 
 
-def run_stage(work: Path, judge: dict, base_url: str, mode: str, index: int, timeout: float) -> dict:
+def run_stage(work: Path, judge: dict, base_url: str, mode: str, index: int, timeout: float, request_timeout) -> dict:
     """One label stage run in its own params file and cache: wall time, exit status and the client's usage."""
     entry = json.loads(json.dumps(judge))
     entry["config"]["backend"] |= {"base_url": base_url, **MODES[mode]}
+    if request_timeout is not None:
+        entry["config"]["backend"]["request_timeout"] = request_timeout
     params = yaml.safe_load((REPO / "params.yaml").read_text())
     params["labelers"] = {"judge": entry}
     run_dir = work / f"{mode}-{index}"
@@ -134,6 +136,13 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--modes", nargs="+", default=list(MODES), choices=list(MODES))
     parser.add_argument("--run-timeout", type=float, default=1200.0, help="seconds before a run is killed")
+    parser.add_argument(
+        "--request-timeout",
+        type=float,
+        default=None,
+        help="override the backend's request_timeout (default: the README's, i.e. BackendConfig's 60 s); a short one "
+        "shows in minutes what a slower machine shows with the default",
+    )
     parser.add_argument("--keep", default=None, help="keep each run's params, stage log and metrics in this folder")
     args = parser.parse_args()
     judge = readme_judge()
@@ -144,7 +153,7 @@ def main() -> None:
         write_rollouts(work / "rollouts", args.rollouts)
         for index in range(args.repeats):
             for mode in args.modes:
-                run = run_stage(work, judge, args.base_url, mode, index, args.run_timeout)
+                run = run_stage(work, judge, args.base_url, mode, index, args.run_timeout, args.request_timeout)
                 runs.append(run)
                 print(
                     f"{mode:9s} run {index + 1}: {run['seconds']:7.1f} s  exit {run['status']}  "
