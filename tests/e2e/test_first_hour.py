@@ -132,6 +132,8 @@ def test_the_first_hour_runs_as_written(clone):
     )
 
     # the user's three prompts are in, the code one with its tests
+    manifest = json.loads((clone / "data/prompts/_manifest.json").read_text())
+    assert manifest["sources"]["mine"]["rejects"] == {}, manifest["sources"]["mine"]
     prompts = pq.read_table(clone / "data/prompts").to_pylist()
     mine = [p for p in prompts if p["source"] == "mine"]
     assert len(mine) == 3
