@@ -123,8 +123,8 @@ def bench_params() -> dict:
 
 def core(root: Path) -> dict:
     from rewardmill.pipelines.assemble import AssembleConfig
-    from rewardmill.pipelines.config import from_dict
     from rewardmill.transforms.aggregate.bucket import assemble_bucket
+    from rewardmill.transforms.config import from_dict
 
     cfg = from_dict(AssembleConfig, bench_params()["assemble"], "assemble").core()
     rollouts = pq.read_table(root / "rollouts")

@@ -17,7 +17,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from rewardmill.pipelines.config import from_dict, read_params
+from rewardmill.transforms.config import from_dict, read_params
 from rewardmill.transforms.judges import probes
 from rewardmill.transforms.labelers import get_labeler_class
 

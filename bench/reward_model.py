@@ -21,7 +21,6 @@ from pathlib import Path
 import torch
 
 from rewardmill.pipelines import label
-from rewardmill.pipelines.stage import BeamConfig, run_pipeline
 from rewardmill.schemas import ROLLOUT_V2
 from rewardmill.transforms.io.parquet import read_rows, rows_to_table, write_table
 from rewardmill.transforms.labelers.normalize import normalize_output
@@ -29,6 +28,7 @@ from rewardmill.transforms.labelers.reward_model import RewardModelConfig, Rewar
 from rewardmill.transforms.sampling.policy import materialize
 from rewardmill.transforms.sources.arithmetic import generate
 from rewardmill.transforms.sources.normalize import normalize
+from rewardmill.transforms.stage.runner import BeamConfig, run_pipeline
 
 FILLER = "Let me add the numbers step by step and check the result once more. "
 

@@ -26,9 +26,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 import apache_beam as beam
 
-from rewardmill.pipelines.stage import BeamConfig, pipeline_options
 from rewardmill.transforms.labelers.code_tests import CodeTestsConfig, CodeTestsVerifier
 from rewardmill.transforms.sources import arithmetic, humaneval
+from rewardmill.transforms.stage.runner import BeamConfig, pipeline_options
 
 
 def code_rows(count: int) -> list[tuple[str, str, str]]:

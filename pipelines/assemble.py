@@ -31,20 +31,6 @@ from rewardmill.pipelines.assemble_outputs import (
     manifest_reads,
     write_manifests,
 )
-from rewardmill.pipelines.config import ConfigError, load_section, read_params
-from rewardmill.pipelines.conservation import ConservationError
-from rewardmill.pipelines.stage import (
-    MANIFEST,
-    REJECTS_DIR,
-    StageTimer,
-    absolute_args,
-    atomic_output,
-    load_beam_config,
-    read_manifest,
-    run_pipeline,
-    setup_logging,
-    write_json_atomic,
-)
 from rewardmill.schemas import LABEL_V1, REJECT_V1, ROLLOUT_V2
 from rewardmill.transforms.aggregate.beam import COUNTS, AssembleBucket, BucketInputs, bucket_inputs, sum_counts
 from rewardmill.transforms.aggregate.bucket import ROLLOUT_COLUMNS, CoreConfig
@@ -54,6 +40,7 @@ from rewardmill.transforms.aggregate.prompt_flags import FiltersConfig
 from rewardmill.transforms.aggregate.reward import LABEL_COLUMNS, MEASURED, AggregateConfig
 from rewardmill.transforms.aggregate.rl import RlConfig
 from rewardmill.transforms.aggregate.sft import SftConfig
+from rewardmill.transforms.config import ConfigError, load_section, read_params
 from rewardmill.transforms.filters.contamination import load_benchmarks
 from rewardmill.transforms.io import storage
 from rewardmill.transforms.io.frames import empty_frame, read_frame
@@ -64,6 +51,9 @@ from rewardmill.transforms.io.threads import concurrently
 from rewardmill.transforms.judges import probes
 from rewardmill.transforms.pairing.balance import balance_pairs_output
 from rewardmill.transforms.pairing.strategies import PairsConfig
+from rewardmill.transforms.stage.conservation import ConservationError
+from rewardmill.transforms.stage.outputs import MANIFEST, REJECTS_DIR, atomic_output, read_manifest, write_json_atomic
+from rewardmill.transforms.stage.runner import StageTimer, absolute_args, load_beam_config, run_pipeline, setup_logging
 
 REJECT_KEY = ("row_id", "reason", "stage")
 SCRATCH = "_scratch"  # tables crossing shuffles as files (transforms/io/tables.spill_table); deleted when done

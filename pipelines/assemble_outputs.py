@@ -11,12 +11,12 @@ from typing import Any
 import polars as pl
 import pyarrow.compute as pc
 
-from rewardmill.pipelines.config import read_params
-from rewardmill.pipelines.conservation import distinct_ids, id_frame, reconcile, reject_rows
-from rewardmill.pipelines.stage import count_rows, digest_path, write_manifest
 from rewardmill.schemas import PAIR_V2, PRM_V1, REWARD_V1, RL_V1, SFT_V1
+from rewardmill.transforms.config import read_params
 from rewardmill.transforms.io import storage
 from rewardmill.transforms.io.parquet import list_shards, read_table
+from rewardmill.transforms.stage.conservation import distinct_ids, id_frame, reconcile, reject_rows
+from rewardmill.transforms.stage.outputs import count_rows, digest_path, write_manifest
 
 log = logging.getLogger("rewardmill")
 

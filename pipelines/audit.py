@@ -21,17 +21,18 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from rewardmill.pipelines.config import ConfigError, from_dict, read_params, to_plain
 from rewardmill.pipelines.label import LabelerParams, resolve
-from rewardmill.pipelines.stage import setup_logging, write_json_atomic
+from rewardmill.transforms.config import ConfigError, from_dict, read_params, to_plain
 from rewardmill.transforms.evaluation.audit import measure, share, text_table
 from rewardmill.transforms.evaluation.gold_packs import PACKS_DIR, GoldPackError, GoldRow, load_packs, rows_for
 from rewardmill.transforms.labelers import LABELERS, UnknownLabeler
-from rewardmill.transforms.labelers.beam import uses_groups
+from rewardmill.transforms.labelers.base import uses_groups
 from rewardmill.transforms.labelers.cache import call_cache_dir
 from rewardmill.transforms.labelers.judge_base import JudgeLabeler
 from rewardmill.transforms.labelers.reward_model import RewardModelScorer
 from rewardmill.transforms.labelers.tiered import TieredVerifier, resolve_tiers
+from rewardmill.transforms.stage.outputs import write_json_atomic
+from rewardmill.transforms.stage.runner import setup_logging
 
 log = logging.getLogger("rewardmill")
 MODEL_BASED = (JudgeLabeler, RewardModelScorer)  # labelers that call a model for every row

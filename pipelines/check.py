@@ -13,8 +13,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from rewardmill.pipelines.config import from_dict, params_path, read_params
 from rewardmill.pipelines.settings import all_settings
+from rewardmill.transforms.config import from_dict, params_path, read_params
 from rewardmill.transforms.errors import UserError
 
 OK = {"ok": True}
@@ -93,7 +93,7 @@ def input_problems(params: dict[str, Any], settings: dict[str, Any], model: bool
 def local_models(settings: dict[str, Any]) -> list[tuple[str, str]]:
     """(params key, value) of every model params name as a local folder to load: judges' and step methods'
     transformers / vllm backends, a candidate pool's members, evaluate's reward model and base."""
-    from rewardmill.pipelines.settings import mappings
+    from rewardmill.transforms.config import mappings
 
     found = []
     for stage, value in settings.items():

@@ -23,6 +23,8 @@ import sys
 from importlib import metadata
 from pathlib import Path
 
+from rewardmill.transforms.errors import is_user_error
+
 STAGES = {
     "check": "rewardmill.pipelines.check",
     "model": "rewardmill.pipelines.model",
@@ -87,18 +89,6 @@ def stage_summaries() -> dict[str, str]:
         doc = ast.get_docstring(ast.parse(path.read_text())) or ""
         summaries[name] = doc.strip().splitlines()[0] if doc.strip() else ""
     return summaries
-
-
-def is_user_error(exc: BaseException) -> bool:
-    """Mistakes in params, paths or names, whose message already says what to fix (imported only on failure)."""
-    from rewardmill.pipelines.config import ConfigError
-    from rewardmill.transforms.errors import UserError
-    from rewardmill.transforms.labelers import UnknownLabeler
-    from rewardmill.transforms.sampling.vllm_engine import VLLMUnavailableError
-
-    return isinstance(
-        exc, (UserError, ConfigError, FileNotFoundError, NotADirectoryError, UnknownLabeler, VLLMUnavailableError)
-    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -199,8 +189,8 @@ def print_settings(names: list[str]) -> int:
     (and the command exits 2), the others still print."""
     import yaml
 
-    from rewardmill.pipelines.config import params_path
     from rewardmill.pipelines.settings import all_settings
+    from rewardmill.transforms.config import params_path
 
     settings = all_settings()
     unknown = [n for n in names if n not in settings]

@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from rewardmill.pipelines.check import input_problems, setting_problem
-from rewardmill.pipelines.config import params_path, read_params
-from rewardmill.pipelines.settings import all_settings, mappings
+from rewardmill.pipelines.settings import all_settings
+from rewardmill.transforms.config import mappings, params_path, read_params
 from rewardmill.transforms.doctor.endpoints import endpoint_check, endpoints_in
 from rewardmill.transforms.doctor.host import (
     accelerator_checks,

@@ -21,16 +21,17 @@ from typing import Any
 
 import polars as pl
 
-from rewardmill.pipelines.config import load_section, to_plain
-from rewardmill.pipelines.stage import StageTimer, read_manifest, setup_logging, write_json_atomic
 from rewardmill.schemas import PAIR_V2
 from rewardmill.schemas.common import schema_id
+from rewardmill.transforms.config import load_section, to_plain
 from rewardmill.transforms.evaluation.labeler_accuracy import labeler_accuracy, verified_sides
 from rewardmill.transforms.evaluation.pair_accuracy import pair_accuracy
 from rewardmill.transforms.evaluation.reward_model_training import RewardModelTraining, train_reward_model
 from rewardmill.transforms.io import timings
 from rewardmill.transforms.io.parquet import read_rows
 from rewardmill.transforms.labelers.reward_model import RewardModelConfig, RewardModelScorer
+from rewardmill.transforms.stage.outputs import read_manifest, write_json_atomic
+from rewardmill.transforms.stage.runner import StageTimer, setup_logging
 from rewardmill.transforms.validation.folders import read_columns, subfolders
 
 STAGE = "evaluate"

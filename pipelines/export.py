@@ -27,17 +27,7 @@ import pyarrow.parquet as pq
 import yaml
 from apache_beam.io.filesystems import FileSystems
 
-from rewardmill.pipelines.config import load_section, params_hash
-from rewardmill.pipelines.conservation import reconcile
-from rewardmill.pipelines.stage import (
-    StageTimer,
-    atomic_output,
-    digest_path,
-    load_beam_config,
-    read_manifest,
-    run_pipeline,
-    setup_logging,
-)
+from rewardmill.transforms.config import load_section, params_hash
 from rewardmill.transforms.export.card import build_card
 from rewardmill.transforms.export.hub_layout import ConfigExport, check_config_name, spec_for, write_config
 from rewardmill.transforms.export.provenance import (
@@ -51,6 +41,9 @@ from rewardmill.transforms.export.provenance import (
 from rewardmill.transforms.io.parquet import list_shards, read_table
 from rewardmill.transforms.judges import probes
 from rewardmill.transforms.sampling.policy import FINGERPRINT_FILE, read_policy_info
+from rewardmill.transforms.stage.conservation import reconcile
+from rewardmill.transforms.stage.outputs import atomic_output, digest_path, read_manifest
+from rewardmill.transforms.stage.runner import StageTimer, load_beam_config, run_pipeline, setup_logging
 from rewardmill.transforms.view.page import VIEWER, view_page
 
 STAGE = "export"

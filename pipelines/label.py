@@ -16,83 +16,54 @@ that succeeded are in the call and label caches, and a rerun sends only the rest
 """
 
 import argparse
-from dataclasses import dataclass, field
 
 import apache_beam as beam
 import polars as pl
 
-from rewardmill.pipelines.config import from_dict, load_section
-from rewardmill.pipelines.conservation import ConservationError, id_frame, labeled_or_rejected, reconcile
-from rewardmill.pipelines.stage import (
-    StageTimer,
-    absolute_args,
-    atomic_output,
-    count_rejects,
-    count_rows,
-    counter_totals,
-    load_beam_config,
-    run_pipeline,
-    setup_logging,
-    write_json_atomic,
-    write_manifest,
-    write_rejects,
-)
 from rewardmill.schemas import LABEL_V1, ROLLOUT_V2
+from rewardmill.transforms.config import load_section
 from rewardmill.transforms.errors import UserError
 from rewardmill.transforms.io import storage
 from rewardmill.transforms.io.json_file import WriteJson, pop_json
 from rewardmill.transforms.io.parquet import ReadStageOutput, WriteSortedParquet
 from rewardmill.transforms.judges import probes
-from rewardmill.transforms.labelers import get_labeler_class
+from rewardmill.transforms.labelers.base import uses_groups
 from rewardmill.transforms.labelers.beam import (
     NOT_APPLICABLE,
     REJECTED,
     USAGE_NAMESPACE,
     LabelAll,
     LabelRollouts,
-    uses_groups,
 )
 from rewardmill.transforms.labelers.judge_base import JUDGE_CALL_FAILED, JudgeLabeler
 from rewardmill.transforms.labelers.normalize import normalize_output
+from rewardmill.transforms.labelers.params import LabelerParams, resolve
 from rewardmill.transforms.labelers.stats import label_stats
-from rewardmill.transforms.planning.budget import Admission, Budget
+from rewardmill.transforms.planning.budget import Admission
 from rewardmill.transforms.planning.report import admit_or_fail, budget_record, report_budget
+from rewardmill.transforms.stage.conservation import ConservationError, id_frame, labeled_or_rejected, reconcile
+from rewardmill.transforms.stage.outputs import (
+    atomic_output,
+    count_rejects,
+    count_rows,
+    write_json_atomic,
+    write_manifest,
+    write_rejects,
+)
+from rewardmill.transforms.stage.runner import (
+    StageTimer,
+    absolute_args,
+    counter_totals,
+    load_beam_config,
+    run_pipeline,
+    setup_logging,
+)
 
 NOT_APPLICABLE_FILE = "_not_applicable.json"
 
 
-@dataclass(frozen=True)
-class LabelerParams:
-    """params `labelers.<NAME>`."""
-
-    labeler: str  # registry key (transforms/labelers/__init__.py or the rewardmill.labelers entry points)
-    config: dict = field(default_factory=dict)  # the labeler's own settings, checked against its Config
-    # Prompt tasks this labeler applies to (rows of other tasks are counted as not applicable, not labeled);
-    # None = the labeler's own default (its `tasks` attribute; no attribute = every task).
-    tasks: tuple[str, ...] | None = None
-    num_shards: int = 1
-    # The most this stage sends in one run (judge calls, tokens, USD at params `prices`); prompts beyond it are
-    # rejected with reason `budget`, and a rerun with a larger budget continues from the caches. null = no cap.
-    budget: Budget = field(default_factory=Budget)
-    # Judges only: attack probes (transforms/judges/probes.py) run on this many of the run's prompts (0 = none). Their
-    # calls go through the judge's call cache, so a rerun costs nothing.
-    probe_prompts: int = 4
-    # The largest share of probes a judge may credit and still be an assemble gate or override (above it the assemble
-    # stage fails); a judge used only to rank reports its rate and runs.
-    max_probe_fpr: float = 0.1
-    # Judges only: the largest share of the rollouts it labels that may be rejected as judge_call_failed (a call that
-    # still failed after its retries) before the stage fails instead of writing its output. A rerun resumes.
-    max_failed_calls: float = 0.05
-
-
 class FailedCallsError(UserError):
     """More of a label stage's rollouts lost their judge call than its `max_failed_calls` allows."""
-
-
-def resolve(name: str, params: LabelerParams):
-    cls = get_labeler_class(params.labeler)
-    config = from_dict(cls.Config, params.config, f"labelers.{name}.config")
-    return cls, config
 
 
 def build(

@@ -32,22 +32,16 @@ import apache_beam as beam
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from rewardmill.pipelines.config import ConfigError, from_dict
-from rewardmill.pipelines.stage import (
-    REJECTS_DIR,
-    BeamConfig,
-    pipeline_options,
-    reject,
-    setup_logging,
-    write_rejects,
-)
 from rewardmill.schemas import LABEL_V1, REJECT_V1
+from rewardmill.transforms.config import ConfigError, from_dict
 from rewardmill.transforms.io.json_file import WriteJson, pop_json
 from rewardmill.transforms.io.parquet import PARQUET_OPTIONS, WriteSortedParquet
 from rewardmill.transforms.io.parquet import read_rows as read_stage_rows
 from rewardmill.transforms.labelers import get_labeler_class
 from rewardmill.transforms.labelers.beam import NOT_APPLICABLE, REJECTED, LabelAll, LabelRollouts
 from rewardmill.transforms.labelers.normalize import normalize_output
+from rewardmill.transforms.stage.outputs import REJECTS_DIR, reject, write_rejects
+from rewardmill.transforms.stage.runner import BeamConfig, pipeline_options, setup_logging
 
 log = logging.getLogger("rewardmill")
 STAGE = "label"

@@ -7,11 +7,12 @@ from pathlib import Path
 
 import apache_beam as beam
 
-from rewardmill.pipelines.config import ConfigError, load_section, params_path
-from rewardmill.pipelines.conservation import ConservationError
-from rewardmill.pipelines.stage import StageTimer, atomic_output, load_beam_config, run_pipeline, setup_logging
+from rewardmill.transforms.config import ConfigError, load_section, params_path
 from rewardmill.transforms.io import timings
 from rewardmill.transforms.sampling.policy import FINGERPRINT_FILE, is_hub_id, materialize, resolve_source
+from rewardmill.transforms.stage.conservation import ConservationError
+from rewardmill.transforms.stage.outputs import atomic_output
+from rewardmill.transforms.stage.runner import StageTimer, load_beam_config, run_pipeline, setup_logging
 
 OFFLINE_VARIABLES = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")  # either stops transformers from downloading
 

@@ -20,16 +20,16 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from rewardmill.pipelines.config import cache_root as params_cache_root
-from rewardmill.pipelines.config import from_dict, load_section, params_hash, read_params
 from rewardmill.pipelines.settings import stage_names
-from rewardmill.pipelines.stage import MANIFEST, digest_path, read_manifest
 from rewardmill.schemas import PROMPT_V1, ROLLOUT_V2
+from rewardmill.transforms.config import cache_root as params_cache_root
+from rewardmill.transforms.config import from_dict, load_section, params_hash, read_params
 from rewardmill.transforms.io import storage
 from rewardmill.transforms.io.parquet import read_rows
 from rewardmill.transforms.planning.spend import Prices, StagePlan
 from rewardmill.transforms.planning.tokens import TokenCounter
 from rewardmill.transforms.planning.upstream import predicted_rollouts, stale_reasons
+from rewardmill.transforms.stage.outputs import MANIFEST, digest_path, read_manifest
 
 CACHE_FOLDERS = {"rollouts": "rollouts", "label": "labels", "steps": "steps"}  # dvc.yaml: --cache ${cache.root}/...
 NO_CALLS = ("model", "prompts", "assemble", "evaluate", "validate", "export")  # compute only, no model calls

@@ -13,26 +13,17 @@ from typing import Any
 
 import apache_beam as beam
 
-from rewardmill.pipelines.config import ConfigError, load_section, params_path
-from rewardmill.pipelines.conservation import ConservationError, distinct_ids, id_frame, reconcile, reject_rows
-from rewardmill.pipelines.stage import (
-    StageTimer,
-    absolute_args,
-    atomic_output,
-    load_beam_config,
-    reject,
-    run_pipeline,
-    setup_logging,
-    write_manifest,
-    write_rejects,
-)
 from rewardmill.schemas import PROMPT_V1
+from rewardmill.transforms.config import ConfigError, load_section, params_path
 from rewardmill.transforms.io import storage
 from rewardmill.transforms.io.json_file import WriteJson, pop_json
 from rewardmill.transforms.io.parquet import WriteSortedParquet
 from rewardmill.transforms.sources.normalize import RecordError, normalize
 from rewardmill.transforms.sources.outcomes import READ, SourceOutcomes, check_nonempty, split_warning
 from rewardmill.transforms.sources.registry import check_sources, default_task, parse_source
+from rewardmill.transforms.stage.conservation import ConservationError, distinct_ids, id_frame, reconcile, reject_rows
+from rewardmill.transforms.stage.outputs import atomic_output, reject, write_manifest, write_rejects
+from rewardmill.transforms.stage.runner import StageTimer, absolute_args, load_beam_config, run_pipeline, setup_logging
 
 log = logging.getLogger("rewardmill")
 

@@ -9,24 +9,8 @@ from typing import Any
 import apache_beam as beam
 from apache_beam.ml.inference.base import RunInference
 
-from rewardmill.pipelines.config import load_section
-from rewardmill.pipelines.conservation import ConservationError, id_frame, reconcile
-from rewardmill.pipelines.stage import (
-    REJECTS_DIR,
-    StageTimer,
-    absolute_args,
-    atomic_output,
-    counter_totals,
-    load_beam_config,
-    read_manifest,
-    recorded,
-    reject,
-    run_pipeline,
-    setup_logging,
-    write_manifest,
-    write_rejects,
-)
 from rewardmill.schemas import PROMPT_V1, ROLLOUT_V2
+from rewardmill.transforms.config import load_section
 from rewardmill.transforms.io import storage
 from rewardmill.transforms.io.parquet import ReadStageOutput, WriteSortedParquet, read_rows
 from rewardmill.transforms.planning.budget import BUDGET_REASON, Budget
@@ -36,6 +20,24 @@ from rewardmill.transforms.sampling.openai_backend import EndpointPolicy, OpenAI
 from rewardmill.transforms.sampling.params import SamplingParams
 from rewardmill.transforms.sampling.pool import Member, PolicySpec, resolve_pool
 from rewardmill.transforms.sampling.rows import FormBatches, ToRolloutRows
+from rewardmill.transforms.stage.conservation import ConservationError, id_frame, reconcile
+from rewardmill.transforms.stage.outputs import (
+    REJECTS_DIR,
+    atomic_output,
+    read_manifest,
+    reject,
+    write_manifest,
+    write_rejects,
+)
+from rewardmill.transforms.stage.runner import (
+    StageTimer,
+    absolute_args,
+    counter_totals,
+    load_beam_config,
+    recorded,
+    run_pipeline,
+    setup_logging,
+)
 
 STAGE = "rollouts"
 log = logging.getLogger("rewardmill")

@@ -8,11 +8,11 @@ does not load is returned as its ConfigError, so one mistake does not hide the o
 import importlib
 from typing import Any
 
-from rewardmill.pipelines.config import ConfigError, cache_root, from_dict, read_params, to_plain
+from rewardmill.transforms.config import ConfigError, cache_root, entry_section, from_dict, read_params, to_plain
 
 # Shared sections every stage reads: name -> (module, dataclass); `cache` has no dataclass (one key).
 SHARED = {
-    "beam": ("rewardmill.pipelines.stage", "BeamConfig"),
+    "beam": ("rewardmill.transforms.stage.runner", "BeamConfig"),
     "prices": ("rewardmill.transforms.planning.spend", "Prices"),
 }
 # Stage -> (module, dataclass) of its params section (the section is named after the stage). label@KEY and steps@KEY
@@ -53,23 +53,6 @@ def section_settings(params: dict[str, Any], section: str, where: tuple[str, str
     if section not in params:
         raise ConfigError(f"params.yaml: section '{section}' is missing")
     return to_plain(from_dict(dataclass_of(where), params[section] or {}, section))
-
-
-def entry_section(stage: str) -> tuple[str, str]:
-    """label@KEY -> ("labelers", KEY); steps@KEY -> ("steps", KEY): where a foreach stage's entry is in params."""
-    kind, _, key = stage.partition("@")
-    return ("labelers" if kind == "label" else "steps"), key
-
-
-def mappings(value: Any, where: str = ""):
-    """(where, mapping) for every mapping in a settings tree, `where` its params path (a.b[0].c)."""
-    if isinstance(value, dict):
-        yield where, value
-        for key, item in value.items():
-            yield from mappings(item, f"{where}.{key}" if where else str(key))
-    elif isinstance(value, list):
-        for i, item in enumerate(value):
-            yield from mappings(item, f"{where}[{i}]")
 
 
 def entry_settings(params: dict[str, Any], stage: str) -> dict[str, Any]:

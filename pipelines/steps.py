@@ -19,29 +19,31 @@ from typing import Literal
 
 import apache_beam as beam
 
-from rewardmill.pipelines.config import ConfigError, from_dict, load_section
-from rewardmill.pipelines.conservation import id_frame, labeled_or_rejected, reconcile
-from rewardmill.pipelines.stage import (
-    StageTimer,
-    absolute,
-    absolute_args,
-    atomic_output,
-    counter_totals,
-    load_beam_config,
-    read_manifest,
-    reject,
-    run_pipeline,
-    setup_logging,
-    write_json_atomic,
-    write_manifest,
-    write_rejects,
-)
 from rewardmill.schemas import ROLLOUT_V2, STEP_LABEL_V1
+from rewardmill.transforms.config import ConfigError, from_dict, load_section
 from rewardmill.transforms.io.parquet import ReadStageOutput, WriteSortedParquet, stable_shard
 from rewardmill.transforms.planning.budget import BUDGET_REASON, Budget
 from rewardmill.transforms.planning.report import admit_or_fail, budget_record, report_budget
 from rewardmill.transforms.sampling.policy import FINGERPRINT_FILE
 from rewardmill.transforms.sampling.pool import unknown_policy
+from rewardmill.transforms.stage.conservation import id_frame, labeled_or_rejected, reconcile
+from rewardmill.transforms.stage.outputs import (
+    atomic_output,
+    read_manifest,
+    reject,
+    write_json_atomic,
+    write_manifest,
+    write_rejects,
+)
+from rewardmill.transforms.stage.runner import (
+    StageTimer,
+    absolute,
+    absolute_args,
+    counter_totals,
+    load_beam_config,
+    run_pipeline,
+    setup_logging,
+)
 from rewardmill.transforms.steps.beam import NAMESPACE, REJECTED, LabelStepChunks
 from rewardmill.transforms.steps.labeler import StepsConfig
 from rewardmill.transforms.steps.pseudo_reference import AttachPseudoReferences

@@ -27,20 +27,13 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
 from rewardmill.pipelines.audit import audit, for_metrics, precision_check
-from rewardmill.pipelines.config import cache_root, load_section, read_params
-from rewardmill.pipelines.stage import (
-    MANIFEST,
-    atomic_output,
-    load_beam_config,
-    read_manifest,
-    run_pipeline,
-    setup_logging,
-    write_json_atomic,
-)
 from rewardmill.schemas import PAIR_V2, PRM_V1, REWARD_V1, RL_V1, SFT_V1
 from rewardmill.schemas.common import schema_id
+from rewardmill.transforms.config import cache_root, load_section, read_params
 from rewardmill.transforms.evaluation.gold_packs import PACKS_DIR, GoldPackError
 from rewardmill.transforms.io import timings
+from rewardmill.transforms.stage.outputs import MANIFEST, atomic_output, read_manifest, write_json_atomic
+from rewardmill.transforms.stage.runner import load_beam_config, run_pipeline, setup_logging
 from rewardmill.transforms.validation.dataset_metrics import kept_rewards
 from rewardmill.transforms.validation.folders import REWARDS, read_columns, subfolders
 from rewardmill.transforms.validation.label_qa import label_qa, render_html

@@ -56,7 +56,7 @@ def only_labelers(params: dict, keys: tuple[str, ...]) -> dict:
 def stage_log(caplog, monkeypatch):
     """caplog that sees the stages' own log lines: the `rewardmill` logger does not propagate (setup_logging gives it
     a stream handler, bound to the stderr of whichever test set logging up first), so a test lets it propagate."""
-    from rewardmill.pipelines.stage import setup_logging
+    from rewardmill.transforms.stage.runner import setup_logging
 
     setup_logging()
     monkeypatch.setattr(logging.getLogger("rewardmill"), "propagate", True)

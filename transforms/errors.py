@@ -9,3 +9,9 @@ traceback.
 
 class UserError(Exception):
     """A mistake the user can fix; the message is the whole report, on one line."""
+
+
+def is_user_error(exc: BaseException) -> bool:
+    """Mistakes in params, paths or names, whose message already says what to fix: a UserError (a params error, an
+    unknown labeler and vLLM that cannot load are UserErrors too) or a missing file or folder."""
+    return isinstance(exc, (UserError, FileNotFoundError, NotADirectoryError))

@@ -7,9 +7,9 @@ import pickle
 import pytest
 
 from rewardmill.pipelines import assemble
-from rewardmill.pipelines.config import ConfigError
 from rewardmill.schemas import LABEL_V1, ROLLOUT_V2
 from rewardmill.transforms.aggregate.beam import AssembleBucket, BucketInputs
+from rewardmill.transforms.config import ConfigError
 from rewardmill.transforms.io.parquet import read_rows, rows_to_table, write_table
 from tests.conftest import only_labelers, tiny_params
 

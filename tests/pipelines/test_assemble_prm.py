@@ -12,12 +12,12 @@ from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
 from rewardmill.pipelines import assemble
-from rewardmill.pipelines.config import ConfigError
-from rewardmill.pipelines.stage import count_rejects
 from rewardmill.schemas import LABEL_V1, PRM_V1, REJECT_V1, ROLLOUT_V2, STEP_LABEL_V1
 from rewardmill.schemas.common import schema_id
 from rewardmill.transforms.aggregate.prm import REJECTED, MakePrmRows
+from rewardmill.transforms.config import ConfigError
 from rewardmill.transforms.io.parquet import read_rows, read_table, rows_to_table, write_table
+from rewardmill.transforms.stage.outputs import count_rejects
 from rewardmill.transforms.steps.segment import segment
 from tests.conftest import only_labelers, tiny_params
 

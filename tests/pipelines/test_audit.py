@@ -138,7 +138,7 @@ def test_a_judge_that_only_ranks_is_measured_but_not_held_to_the_minimum(tmp_pat
 
 def test_model_based_labelers_are_judges_reward_models_and_tiers_holding_one():
     from rewardmill.pipelines.audit import needs_model
-    from rewardmill.pipelines.config import from_dict
+    from rewardmill.transforms.config import from_dict
     from rewardmill.transforms.labelers.tiered import TieredConfig, TieredVerifier
 
     def tiered(*keys):

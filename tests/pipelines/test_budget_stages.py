@@ -4,8 +4,8 @@ the rest rejected with reason `budget`; a rerun with a larger budget generates o
 import json
 
 from rewardmill.pipelines import plan, rollouts
-from rewardmill.pipelines.stage import count_rejects
 from rewardmill.transforms.io.parquet import read_rows
+from rewardmill.transforms.stage.outputs import count_rejects
 from tests.conftest import tiny_params
 from tests.pipelines.stage_data import make_prompts
 from tests.pipelines.test_steps_stage import run as run_steps

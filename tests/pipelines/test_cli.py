@@ -61,7 +61,7 @@ def bad_params(tmp_path, monkeypatch):
 
 def test_a_config_mistake_is_one_line_and_debug_shows_the_traceback(bad_params, tmp_path, capsys):
     """--params anywhere on the line picks the file; its typo is one line on stderr and exit status 2."""
-    from rewardmill.pipelines.config import ConfigError
+    from rewardmill.transforms.config import ConfigError
 
     assert main(["run", "prompts", "--out", str(tmp_path / "p"), "--params", str(bad_params)]) == 2
     err = capsys.readouterr().err.strip().splitlines()

@@ -7,12 +7,12 @@ import json
 import pytest
 
 from rewardmill.pipelines import evaluate
-from rewardmill.pipelines.stage import write_manifest
 from rewardmill.pipelines.validate import rm_accuracy_check
 from rewardmill.schemas import LABEL_V1, PAIR_V2
 from rewardmill.transforms.evaluation.pair_accuracy import pair_accuracy
 from rewardmill.transforms.io.parquet import rows_to_table, write_table
 from rewardmill.transforms.labelers.reward_model import RewardModelConfig, RewardModelScorer
+from rewardmill.transforms.stage.outputs import write_manifest
 from tests.conftest import preference_pairs, tiny_params
 
 TRAIN, TEST = 12, 6

@@ -15,7 +15,6 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from rewardmill.pipelines.config import ConfigError, load_section
 from rewardmill.pipelines.export import (
     ExportConfig,
     _WriteCard,
@@ -27,9 +26,10 @@ from rewardmill.pipelines.export import (
     read_lock,
     upstream_lock_digest,
 )
-from rewardmill.pipelines.stage import reject
 from rewardmill.schemas import PAIR_V2, REJECT_V1, REWARD_V1, RL_V1, SFT_V1
+from rewardmill.transforms.config import ConfigError, load_section
 from rewardmill.transforms.export.provenance import Provenance, stage_outs
+from rewardmill.transforms.stage.outputs import reject
 from rewardmill.transforms.view.page import view_page
 from tests.transforms.export.rows import pair, rl, sft
 

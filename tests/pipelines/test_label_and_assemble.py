@@ -5,12 +5,12 @@ import json
 import pytest
 
 from rewardmill.pipelines import assemble, label
-from rewardmill.pipelines.config import ConfigError
-from rewardmill.pipelines.stage import count_rejects
 from rewardmill.schemas import ROLLOUT_V2
+from rewardmill.transforms.config import ConfigError
 from rewardmill.transforms.io.parquet import read_rows, rows_to_table, write_table
 from rewardmill.transforms.labelers.code_tests import CodeTestsVerifier
 from rewardmill.transforms.labelers.math_answer import MathAnswerVerifier
+from rewardmill.transforms.stage.outputs import count_rejects
 from tests.conftest import only_labelers, tiny_params
 
 MSG = [{"role": "user", "content": "What is 2 + 2?"}]

@@ -91,7 +91,7 @@ def test_label_and_assemble_on_dask_workers_read_and_write_s3(tmp_path, small, s
     label.main(["math_answer", "--rollouts", f"{local}/rollouts", "--out", f"{local}/labels/math_answer"])
     assemble.main(["--rollouts", f"{local}/rollouts", "--labels", f"{local}/labels", "--out", f"{local}/datasets"])
     # Workers start after the credentials are in the environment (they inherit it); the endpoint reaches them
-    # through the pipeline's options (pipelines/dask_runner._DriverSettings).
+    # through the pipeline's options (transforms/stage/dask_runner._DriverSettings).
     with dask.config.set({"distributed.worker.daemon": False}):
         cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None)
     with cluster:

@@ -10,11 +10,11 @@ import pyarrow.parquet as pq
 import pytest
 
 from rewardmill.pipelines import label, plan
-from rewardmill.pipelines.stage import write_manifest
 from rewardmill.schemas import PROMPT_V1, ROLLOUT_V2
 from rewardmill.transforms.io.parquet import read_rows, rows_to_table, write_table
 from rewardmill.transforms.planning.upstream import predicted_rollouts
 from rewardmill.transforms.sampling.policy import FINGERPRINT_FILE, PolicyInfo
+from rewardmill.transforms.stage.outputs import write_manifest
 from tests.conftest import tiny_params
 from tests.pipelines.test_label_and_assemble import rollout
 
@@ -134,8 +134,8 @@ def prompt_row(i: int) -> dict:
 def built_with_n4(tmp_path, params_file):
     """prompts, a model folder and the rollouts stage's output (rows and manifest) as params with rollouts.n=4 built
     them; returns (project folder, params)."""
-    from rewardmill.pipelines.config import from_dict
     from rewardmill.pipelines.rollouts import RolloutsConfig, policies_record
+    from rewardmill.transforms.config import from_dict
 
     model = tokenizer_only_model(tmp_path / "model")
     params = tiny_params()

@@ -8,10 +8,10 @@ import logging
 import pytest
 
 from rewardmill.pipelines import prompts
-from rewardmill.pipelines.stage import read_manifest
 from rewardmill.transforms.io.parquet import list_shards, read_table
 from rewardmill.transforms.sources.outcomes import EmptySourceError
 from rewardmill.transforms.sources.registry import SourceError
+from rewardmill.transforms.stage.outputs import read_manifest
 from tests.conftest import tiny_params
 
 

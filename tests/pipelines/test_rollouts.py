@@ -9,8 +9,8 @@ import pytest
 
 from rewardmill.pipelines import rollouts
 from rewardmill.pipelines import steps as steps_stage
-from rewardmill.pipelines.config import ConfigError
 from rewardmill.schemas import ROLLOUT_V2
+from rewardmill.transforms.config import ConfigError
 from rewardmill.transforms.io.parquet import read_rows
 from rewardmill.transforms.sampling.policy import FINGERPRINT_FILE
 from tests.conftest import tiny_params

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from rewardmill.pipelines.config import from_dict
 from rewardmill.pipelines.label import LabelerParams
 from rewardmill.pipelines.scaffold import main
+from rewardmill.transforms.config import from_dict
 from rewardmill.transforms.errors import UserError
 from tests.conftest import REPO
 

@@ -7,11 +7,11 @@ import pyarrow.parquet as pq
 import pytest
 
 from rewardmill.pipelines import steps as steps_stage
-from rewardmill.pipelines.config import ConfigError
-from rewardmill.pipelines.stage import digest_path
 from rewardmill.schemas import ROLLOUT_V2, STEP_LABEL_V1
+from rewardmill.transforms.config import ConfigError
 from rewardmill.transforms.io.parquet import read_rows, rows_to_table, write_table
 from rewardmill.transforms.sampling.policy import FINGERPRINT_FILE
+from rewardmill.transforms.stage.outputs import digest_path
 from rewardmill.transforms.steps.prm_rows import build_prm_row
 from tests.conftest import tiny_params
 from tests.pipelines.test_label_and_assemble import rollout

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from rewardmill.pipelines.config import ConfigError, load_section
 from rewardmill.pipelines.validate import Target, ValidateConfig, ValidateDataset, WriteReport, main
 from rewardmill.schemas import PAIR_V2
+from rewardmill.transforms.config import ConfigError, load_section
 from rewardmill.transforms.view.model import DEFAULT_MAX_ROWS
 from rewardmill.transforms.view.page import view_page
 from tests.transforms.validation.conftest import (

@@ -5,8 +5,8 @@ import json
 
 import pytest
 
-from rewardmill.pipelines.config import ConfigError
 from rewardmill.pipelines.validate import ValidateConfig, main
+from rewardmill.transforms.config import ConfigError
 from tests.pipelines.test_audit import MATH, gold, write_packs
 from tests.pipelines.test_validate import PARAMS, stage_args
 from tests.transforms.validation.conftest import write_project

@@ -11,10 +11,10 @@ import apache_beam as beam
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from rewardmill.pipelines.stage import reject, write_rejects
 from rewardmill.schemas import PRM_V1, STEP_LABEL_V1
 from rewardmill.transforms.aggregate.bucket import STAGE
 from rewardmill.transforms.io.parquet import ReadStageOutput, WriteSortedParquet
+from rewardmill.transforms.stage.outputs import reject, write_rejects
 from rewardmill.transforms.steps.prm_rows import build_prm_row
 
 REJECTED = "rejected"

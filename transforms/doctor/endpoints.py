@@ -6,7 +6,7 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from rewardmill.pipelines.settings import entry_section, mappings
+from rewardmill.transforms.config import entry_section, mappings
 from rewardmill.transforms.doctor.report import FAIL, OK, WARN, Check
 from rewardmill.transforms.judges.openai_client import LOCAL_PLACEHOLDER_KEY, is_local
 

@@ -11,7 +11,7 @@ import dataclasses
 import hashlib
 from pathlib import Path
 
-from rewardmill.pipelines.config import canonical_json
+from rewardmill.transforms.config import canonical_json
 from rewardmill.transforms.io import storage
 from rewardmill.transforms.io.segments import SegmentStore
 from rewardmill.transforms.judges.client import Completion, JudgeClient, JudgeRequest, JudgeResponse, TokenLogprob

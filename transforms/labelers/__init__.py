@@ -6,6 +6,7 @@ value = "module:Class"); built-ins win on a name clash.
 
 from importlib.metadata import entry_points
 
+from rewardmill.transforms.errors import UserError
 from rewardmill.transforms.labelers.code_tests import CodeTestsVerifier
 from rewardmill.transforms.labelers.format import FormatVerifier
 from rewardmill.transforms.labelers.instruction_following import InstructionFollowingVerifier
@@ -42,7 +43,7 @@ LABELERS = {
 ENTRY_POINT_GROUP = "rewardmill.labelers"
 
 
-class UnknownLabeler(KeyError):
+class UnknownLabeler(UserError, KeyError):
     """params name a labeler that neither LABELERS nor an installed entry point provides."""
 
     def __str__(self) -> str:  # KeyError's own str() quotes the message

@@ -95,7 +95,7 @@ def label_values(labeler, rows: list[tuple], on_label=None) -> list[Label]:
 def resolve_labeler(key: str, config: dict, where: str):
     """(class, validated config) of an inner labeler named in another labeler's config (tiers, appeals). An unknown
     key or a bad config raises ValueError, so the outer config fails at params time with `where` in the message."""
-    from rewardmill.pipelines.config import ConfigError, from_dict
+    from rewardmill.transforms.config import ConfigError, from_dict
     from rewardmill.transforms.labelers import get_labeler_class
 
     try:
@@ -106,3 +106,12 @@ def resolve_labeler(key: str, config: dict, where: str):
         return cls, from_dict(cls.Config, config, f"{where}.config")
     except ConfigError as exc:  # the caller's from_dict adds the params.yaml prefix and section
         raise ValueError(str(exc).removeprefix("params.yaml: ")) from exc
+
+
+def uses_groups(labeler_cls, config) -> bool:
+    """Whether the labeler sees a prompt's rollouts together: it has `label_group`, and its `groups(config)` (when
+    it has one: a reward model only in pairwise mode) says so."""
+    if not callable(getattr(labeler_cls, "label_group", None)):
+        return False
+    groups = getattr(labeler_cls, "groups", None)
+    return bool(groups(config)) if callable(groups) else True

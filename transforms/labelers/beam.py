@@ -4,11 +4,11 @@ import logging
 
 import apache_beam as beam
 
-from rewardmill.pipelines.stage import reject
 from rewardmill.transforms.io.progress import Progress
-from rewardmill.transforms.labelers.base import as_labels, label_row
+from rewardmill.transforms.labelers.base import as_labels, label_row, uses_groups
 from rewardmill.transforms.labelers.cache import LabelCache, call_cache_dir, label_group_with_cache, label_with_cache
 from rewardmill.transforms.planning.budget import BUDGET_REASON
+from rewardmill.transforms.stage.outputs import reject
 
 REJECTED = "rejected"
 USAGE_NAMESPACE = "judge"
@@ -39,15 +39,6 @@ class LabelAll(beam.PTransform):
                 min_batch_size=min(8, self.batch_size), max_batch_size=self.batch_size
             )
         return batched | "Label" >> beam.ParDo(self.dofn).with_outputs(REJECTED, NOT_APPLICABLE, main="labels")
-
-
-def uses_groups(labeler_cls, config) -> bool:
-    """Whether the labeler sees a prompt's rollouts together: it has `label_group`, and its `groups(config)` (when
-    it has one: a reward model only in pairwise mode) says so."""
-    if not callable(getattr(labeler_cls, "label_group", None)):
-        return False
-    groups = getattr(labeler_cls, "groups", None)
-    return bool(groups(config)) if callable(groups) else True
 
 
 class LabelRollouts(beam.DoFn):

@@ -17,7 +17,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from rewardmill.pipelines.config import canonical_json
+from rewardmill.transforms.config import canonical_json
 from rewardmill.transforms.io import storage, timings
 from rewardmill.transforms.io.segments import SegmentStore
 from rewardmill.transforms.labelers.base import Label, as_labels, label_values

@@ -5,8 +5,7 @@ compute, with no requests."""
 
 from collections import defaultdict
 
-from rewardmill.transforms.labelers.base import safe_label
-from rewardmill.transforms.labelers.beam import uses_groups
+from rewardmill.transforms.labelers.base import safe_label, uses_groups
 from rewardmill.transforms.labelers.cache import LabelCache, call_cache_dir, record_key
 from rewardmill.transforms.planning.judge_calls import CallRecorder, counting_calls
 from rewardmill.transforms.planning.spend import Prices, StagePlan

@@ -2,7 +2,7 @@
 
 import logging
 
-from rewardmill.pipelines.config import ConfigError
+from rewardmill.transforms.config import ConfigError
 from rewardmill.transforms.planning.budget import Admission, Budget, admit
 from rewardmill.transforms.planning.spend import StagePlan
 

@@ -15,11 +15,9 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from rewardmill.pipelines.config import ConfigError, cache_root, from_dict, read_params
-from rewardmill.pipelines.label import LabelerParams, resolve
+from rewardmill.transforms.config import ConfigError, cache_root, from_dict, read_params
 from rewardmill.transforms.io import storage
-from rewardmill.transforms.labelers.base import Label, as_labels
-from rewardmill.transforms.labelers.beam import uses_groups
+from rewardmill.transforms.labelers.base import Label, as_labels, uses_groups
 from rewardmill.transforms.labelers.cache import (
     LabelCache,
     call_cache_dir,
@@ -27,6 +25,7 @@ from rewardmill.transforms.labelers.cache import (
     label_with_cache,
     record_key,
 )
+from rewardmill.transforms.labelers.params import LabelerParams, resolve
 
 # Columns the call itself provides; everything else a labeler reads must be a dataset column.
 PROVIDED = ("completion", "messages", "n_tokens")

@@ -20,6 +20,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from rewardmill.transforms.errors import UserError
+
 log = logging.getLogger("rewardmill")
 
 # enable_chunked_prefill off: a prompt cut across engine steps discards its sampled token and rewinds the request's
@@ -30,7 +32,7 @@ _ENGINES: dict[str, Any] = {}
 _LOCK = threading.Lock()
 
 
-class VLLMUnavailableError(RuntimeError):
+class VLLMUnavailableError(UserError, RuntimeError):
     """vLLM is not installed, or the model cannot be loaded by it."""
 
 

@@ -5,7 +5,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from rewardmill.pipelines.config import from_dict
+from rewardmill.transforms.config import from_dict
 from rewardmill.transforms.errors import UserError
 from rewardmill.transforms.sources import arithmetic, code_basics, files, humaneval
 from rewardmill.transforms.sources.normalize import RecordError

@@ -4,10 +4,10 @@ import logging
 
 import apache_beam as beam
 
-from rewardmill.pipelines.stage import reject
 from rewardmill.transforms.io import timings
 from rewardmill.transforms.io.progress import Progress
 from rewardmill.transforms.sampling.policy import model_identity
+from rewardmill.transforms.stage.outputs import reject
 from rewardmill.transforms.steps.continuations import (
     CachedContinuer,
     TransformersContinuer,

@@ -34,9 +34,9 @@ from typing import Any
 
 import pyarrow.compute as pc
 
-from rewardmill.pipelines.stage import read_manifest
 from rewardmill.schemas import PAIR_V2, PRM_V1, RL_V1, SFT_V1
 from rewardmill.schemas.common import schema_id
+from rewardmill.transforms.stage.outputs import read_manifest
 from rewardmill.transforms.steps.stats import step_stats
 from rewardmill.transforms.validation.dataset_metrics import (
     pair_metrics,

@@ -17,10 +17,10 @@ import polars as pl
 import pyarrow.parquet as pq
 import yaml
 
-from rewardmill.pipelines.stage import MANIFEST, REJECTS_DIR, read_manifest
 from rewardmill.schemas import LABEL_V1
 from rewardmill.schemas.common import schema_id
 from rewardmill.transforms.export.hub_layout import DATA_DIR
+from rewardmill.transforms.stage.outputs import MANIFEST, REJECTS_DIR, read_manifest
 from rewardmill.transforms.validation.folders import REWARDS, subfolders
 from rewardmill.transforms.view.model import KINDS, ConfigRows, RejectSummary, Source, kind_of
 from rewardmill.transforms.view.rejects import summarize_rejects

@@ -9,7 +9,7 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from rewardmill.pipelines.config import from_dict
+from rewardmill.transforms.config import from_dict
 from rewardmill.transforms.filters.contamination import (
     BenchmarkText,
     DecontaminateConfig,

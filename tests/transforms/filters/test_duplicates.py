@@ -16,7 +16,7 @@ import pytest
 import yaml
 from datasketch import MinHash
 
-from rewardmill.pipelines.config import from_dict
+from rewardmill.transforms.config import from_dict
 from rewardmill.transforms.filters.duplicates import (
     MAX_MISS,
     MINHASH_SCHEME,

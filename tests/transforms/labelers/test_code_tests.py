@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from rewardmill.pipelines.config import ConfigError, from_dict
+from rewardmill.transforms.config import ConfigError, from_dict
 from rewardmill.transforms.labelers import sandbox as sandbox_mod
 from rewardmill.transforms.labelers.code_harness import completion_plan, parse_tests, same_output
 from rewardmill.transforms.labelers.code_harness import tests_plan as plan_of  # pytest would collect tests_*

@@ -4,7 +4,7 @@ import time
 
 import pytest
 
-from rewardmill.pipelines.config import ConfigError, from_dict
+from rewardmill.transforms.config import ConfigError, from_dict
 from rewardmill.transforms.labelers.format import FormatConfig, FormatVerifier
 
 TAGS = FormatConfig(required_tags=("think", "answer"))

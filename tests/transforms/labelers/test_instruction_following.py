@@ -3,7 +3,7 @@ import pickle
 
 import pytest
 
-from rewardmill.pipelines.config import ConfigError, from_dict
+from rewardmill.transforms.config import ConfigError, from_dict
 from rewardmill.transforms.labelers.instruction_following import (
     InstructionFollowingConfig,
     InstructionFollowingVerifier,

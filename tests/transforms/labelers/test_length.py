@@ -4,7 +4,7 @@ import pickle
 import numpy as np
 import pytest
 
-from rewardmill.pipelines.config import ConfigError, from_dict
+from rewardmill.transforms.config import ConfigError, from_dict
 from rewardmill.transforms.labelers.length import LengthPenaltyConfig, LengthPenaltyVerifier
 
 # band [80, 120]; the score reaches 0 at 40 below (40) or 40 above (160)

@@ -4,7 +4,7 @@ import time
 
 import pytest
 
-from rewardmill.pipelines.config import ConfigError, from_dict
+from rewardmill.transforms.config import ConfigError, from_dict
 from rewardmill.transforms.labelers import LABELERS, get_labeler_class
 from rewardmill.transforms.labelers.main_thread import HardTimeout, MainThreadRunner
 from rewardmill.transforms.labelers.math_answer import (

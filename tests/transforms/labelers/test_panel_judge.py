@@ -4,7 +4,7 @@ import pickle
 
 import pytest
 
-from rewardmill.pipelines.config import ConfigError, from_dict
+from rewardmill.transforms.config import ConfigError, from_dict
 from rewardmill.transforms.judges.agreement import agreement_metrics
 from rewardmill.transforms.judges.client import BackendConfig, Completion, JudgeResponse, TokenLogprob
 from rewardmill.transforms.labelers import get_labeler_class

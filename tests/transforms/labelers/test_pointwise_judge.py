@@ -3,7 +3,7 @@ import pickle
 
 import pytest
 
-from rewardmill.pipelines.config import ConfigError, from_dict
+from rewardmill.transforms.config import ConfigError, from_dict
 from rewardmill.transforms.judges.client import BackendConfig, Completion, JudgeResponse, TokenLogprob
 from rewardmill.transforms.labelers import get_labeler_class
 from rewardmill.transforms.labelers.judge_base import question_of

@@ -2,7 +2,7 @@ import pickle
 
 import pytest
 
-from rewardmill.pipelines.config import ConfigError, from_dict
+from rewardmill.transforms.config import ConfigError, from_dict
 from rewardmill.transforms.labelers.reference_similarity import (
     ReferenceSimilarityConfig,
     ReferenceSimilarityVerifier,

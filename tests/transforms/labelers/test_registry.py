@@ -4,8 +4,8 @@ import pickle
 
 import pytest
 
-from rewardmill.pipelines.config import from_dict
 from rewardmill.schemas.rollout import ROLLOUT_V2
+from rewardmill.transforms.config import from_dict
 from rewardmill.transforms.labelers import LABELERS
 from tests.conftest import REPO
 

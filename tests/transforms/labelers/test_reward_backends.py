@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from rewardmill.pipelines.config import ConfigError, from_dict
+from rewardmill.transforms.config import ConfigError, from_dict
 from rewardmill.transforms.labelers.reward_backends import EndpointError, batches_by_length
 from rewardmill.transforms.labelers.reward_model import RewardModelConfig, RewardModelScorer
 from tests.conftest import serve

@@ -8,7 +8,7 @@ import pickle
 import polars as pl
 import pytest
 
-from rewardmill.pipelines.config import ConfigError, from_dict
+from rewardmill.transforms.config import ConfigError, from_dict
 from rewardmill.transforms.labelers.reward_model import (
     RewardModelConfig,
     RewardModelScorer,

@@ -4,8 +4,8 @@ from dataclasses import dataclass
 
 import pytest
 
-from rewardmill.pipelines.config import ConfigError, from_dict
 from rewardmill.transforms import labelers
+from rewardmill.transforms.config import ConfigError, from_dict
 from rewardmill.transforms.labelers.base import Label
 from rewardmill.transforms.labelers.format import FormatVerifier
 from rewardmill.transforms.labelers.instruction_following import InstructionFollowingVerifier

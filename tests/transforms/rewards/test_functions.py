@@ -5,9 +5,9 @@ import pickle
 
 import pytest
 
-from rewardmill.pipelines.config import ConfigError
 from rewardmill.rewards import LabelerReward, MissingColumns, from_params
 from rewardmill.rewards.functions import completion_text, labeler_inputs, prompt_messages
+from rewardmill.transforms.config import ConfigError
 from rewardmill.transforms.labelers.cache import LabelCache, record_key
 from rewardmill.transforms.labelers.math_answer import MathAnswerVerifier
 from tests.conftest import tiny_params

@@ -5,8 +5,8 @@ import shutil
 
 import pytest
 
-from rewardmill.pipelines.config import ConfigError, from_dict
 from rewardmill.pipelines.rollouts import BACKENDS, RolloutsConfig
+from rewardmill.transforms.config import ConfigError, from_dict
 from rewardmill.transforms.sampling.openai_backend import EndpointPolicy
 from rewardmill.transforms.sampling.policy import FINGERPRINT_FILE
 from rewardmill.transforms.sampling.pool import PolicySpec, member_named, resolve_pool

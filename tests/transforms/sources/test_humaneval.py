@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from rewardmill.pipelines.config import ConfigError
+from rewardmill.transforms.config import ConfigError
 from rewardmill.transforms.labelers.code_tests import CodeTestsConfig, CodeTestsVerifier
 from rewardmill.transforms.labelers.sandbox import SandboxUnavailable
 from rewardmill.transforms.sources import code_basics, humaneval

@@ -5,7 +5,7 @@ import pickle
 
 import pytest
 
-from rewardmill.pipelines.config import ConfigError
+from rewardmill.transforms.config import ConfigError
 from rewardmill.transforms.sources.arithmetic import generate
 from rewardmill.transforms.sources.registry import (
     SOURCE_KINDS,

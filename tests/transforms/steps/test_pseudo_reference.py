@@ -2,7 +2,7 @@
 
 import pytest
 
-from rewardmill.pipelines.config import ConfigError, from_dict
+from rewardmill.transforms.config import ConfigError, from_dict
 from rewardmill.transforms.labelers.base import Label
 from rewardmill.transforms.labelers.self_consistency import SelfConsistencyConfig, SelfConsistencyVerifier
 from rewardmill.transforms.steps.labeler import StepsConfig

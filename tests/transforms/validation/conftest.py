@@ -11,7 +11,6 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from rewardmill.pipelines.stage import REJECTS_DIR, reject, write_manifest
 from rewardmill.schemas import (
     LABEL_V1,
     PAIR_V2,
@@ -24,6 +23,7 @@ from rewardmill.schemas import (
     SFT_V1,
     STEP_LABEL_V1,
 )
+from rewardmill.transforms.stage.outputs import REJECTS_DIR, reject, write_manifest
 from tests.transforms.validation.rows import (  # re-exported: tests import every builder from here
     STEPS,
     USER,

@@ -5,9 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from rewardmill.pipelines.stage import write_manifest
 from rewardmill.schemas import PRM_V1, STEP_LABEL_V1
 from rewardmill.transforms.io.parquet import rows_to_table, write_table
+from rewardmill.transforms.stage.outputs import write_manifest
 from rewardmill.transforms.validation.metrics import compute_metrics, decision_complete, step_agreement
 from tests.transforms.validation.conftest import prm_row, step_label_rows, write_stage
 

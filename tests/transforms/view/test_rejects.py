@@ -3,7 +3,7 @@
 import polars as pl
 import pytest
 
-from rewardmill.pipelines.stage import reject
+from rewardmill.transforms.stage.outputs import reject
 from rewardmill.transforms.view.rejects import summarize_rejects
 
 ROWS = [

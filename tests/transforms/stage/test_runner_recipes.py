@@ -11,8 +11,8 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.runners.dask.dask_runner import DaskOptions
 
 from rewardmill.pipelines import label, prompts
-from rewardmill.pipelines.config import from_dict
-from rewardmill.pipelines.stage import BeamConfig, pipeline_options
+from rewardmill.transforms.config import from_dict
+from rewardmill.transforms.stage.runner import BeamConfig, pipeline_options
 from tests.conftest import REPO, only_labelers, tiny_params
 from tests.pipelines.test_label_and_assemble import rollouts_dir  # noqa: F401  (the fixture)
 
@@ -42,7 +42,7 @@ def test_a_recipe_parses_and_the_stage_graphs_build(runner, tmp_path, params_fil
     # the workers get this checkout as a wheel
     (wheel,) = options.get_all_options()["extra_packages"]
     with zipfile.ZipFile(wheel) as zf:
-        assert {"rewardmill/pipelines/stage.py", "rewardmill/transforms/io/parquet.py"} <= set(zf.namelist())
+        assert {"rewardmill/transforms/stage/", "rewardmill/transforms/io/parquet.py"} <= set(zf.namelist())
     known = PipelineOptions(list(cfg.options)).get_all_options(retain_unknown_options=False)
     for flag in cfg.options:  # every flag is an option Beam knows (unknown ones would be silently ignored)
         name = flag.removeprefix("--").split("=", 1)[0]

@@ -1,6 +1,6 @@
 """Stages on Beam's Dask runner (a local cluster of 2 worker processes): the same bytes as the in-process runner.
 
-Beam's own Dask runner loses rows (pipelines/dask_runner.py says how); `beam.runner: DaskRunner` selects ours.
+Beam's own Dask runner loses rows (transforms/stage/dask_runner.py says how); `beam.runner: DaskRunner` selects ours.
 """
 
 import hashlib
@@ -12,10 +12,10 @@ import apache_beam as beam
 import pytest
 
 from rewardmill.pipelines import assemble
-from rewardmill.pipelines.stage import BeamConfig, pipeline_options, run_pipeline
+from rewardmill.transforms.stage.runner import BeamConfig, pipeline_options, run_pipeline
 from tests.pipelines.test_assemble import params, project  # noqa: F401  (the fixture)
 
-OUR_RUNNER = "rewardmill.pipelines.dask_runner.DaskRunner"
+OUR_RUNNER = "rewardmill.transforms.stage.dask_runner.DaskRunner"
 
 
 @pytest.fixture(scope="module")
@@ -126,7 +126,7 @@ def test_bad_setups_fail_before_any_work(tmp_path):
     import dask
     from distributed import LocalCluster
 
-    from rewardmill.pipelines.dask_runner import DaskSetupError
+    from rewardmill.transforms.stage.dask_runner import DaskSetupError
 
     with pytest.raises(
         ValueError, match=r"runner 'Dask' is not a Beam runner: use one of \[.*'DaskRunner'.*'FlinkRunner'"
@@ -179,12 +179,11 @@ def test_without_the_dask_extra_the_runner_is_one_line_naming_the_extra(tmp_path
 
     script = (
         "import sys; sys.modules['dask'] = sys.modules['distributed'] = None\n"
-        "from rewardmill.pipelines.cli import main\n"
-        "import rewardmill.pipelines.cli as cli\n"
+        "import rewardmill.transforms.errors as errors\n"
         "try:\n"
-        "    import rewardmill.pipelines.dask_runner\n"
+        "    import rewardmill.transforms.stage.dask_runner\n"
         "except Exception as exc:\n"
-        "    print(type(exc).__name__, cli.is_user_error(exc), exc)\n"
+        "    print(type(exc).__name__, errors.is_user_error(exc), exc)\n"
     )
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120).stdout
     assert out.startswith("UserError True beam.runner DaskRunner needs Dask") and "'.[dask]'" in out

@@ -6,9 +6,9 @@ import apache_beam as beam
 import pytest
 
 from rewardmill.pipelines import assemble, label, prompts
-from rewardmill.pipelines.conservation import ConservationError, reconcile
 from rewardmill.transforms.aggregate.beam import BucketShard
 from rewardmill.transforms.io.parquet import ReadStageOutput
+from rewardmill.transforms.stage.conservation import ConservationError, reconcile
 from tests.conftest import only_labelers, tiny_params
 from tests.pipelines.test_label_and_assemble import ROLLOUTS, rollouts_dir  # noqa: F401  (the fixture)
 

@@ -1,4 +1,4 @@
-"""pipelines/config.py: params sections load into frozen dataclasses, loudly rejecting anything unexpected."""
+"""transforms/config.py: params sections load into frozen dataclasses, loudly rejecting anything unexpected."""
 
 import dataclasses
 import hashlib
@@ -10,7 +10,7 @@ from typing import Literal
 import pytest
 import yaml
 
-from rewardmill.pipelines.config import (
+from rewardmill.transforms.config import (
     PARAMS_FILE_ENV,
     ConfigError,
     canonical_json,

@@ -163,3 +163,20 @@ def canonical_json(obj: Any) -> str:
 
 def params_hash(obj: Any) -> str:
     return hashlib.sha256(canonical_json(obj).encode()).hexdigest()
+
+
+def entry_section(stage: str) -> tuple[str, str]:
+    """label@KEY -> ("labelers", KEY); steps@KEY -> ("steps", KEY): where a foreach stage's entry is in params."""
+    kind, _, key = stage.partition("@")
+    return ("labelers" if kind == "label" else "steps"), key
+
+
+def mappings(value: Any, where: str = ""):
+    """(where, mapping) for every mapping in a settings tree, `where` its params path (a.b[0].c)."""
+    if isinstance(value, dict):
+        yield where, value
+        for key, item in value.items():
+            yield from mappings(item, f"{where}.{key}" if where else str(key))
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            yield from mappings(item, f"{where}[{i}]")

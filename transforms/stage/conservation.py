@@ -8,8 +8,8 @@ success.
 
 import polars as pl
 
-from rewardmill.pipelines.stage import REJECTS_DIR
 from rewardmill.transforms.io.parquet import list_shards, read_table
+from rewardmill.transforms.stage.outputs import REJECTS_DIR
 
 
 class ConservationError(SystemExit):

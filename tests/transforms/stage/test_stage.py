@@ -1,4 +1,4 @@
-"""pipelines/stage.py: what every stage shares. Here: Beam logs a failing DoFn's exception with its traceback before
+"""transforms/stage/: what every stage shares. Here: Beam logs a failing DoFn's exception with its traceback before
 re-raising it; a user's mistake then ends as the CLI's one line only, while a bug keeps Beam's logged traceback."""
 
 import logging
@@ -6,8 +6,8 @@ import logging
 import apache_beam as beam
 import pytest
 
-from rewardmill.pipelines.stage import BEAM_ERROR_LOGGER, BeamConfig, run_pipeline, setup_logging
 from rewardmill.transforms.errors import UserError
+from rewardmill.transforms.stage.runner import BEAM_ERROR_LOGGER, BeamConfig, run_pipeline, setup_logging
 
 
 class _Raise(beam.DoFn):

@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-SOURCE = Path(__file__).resolve().parents[1]  # the checkout: pyproject.toml beside pipelines/ and transforms/
+SOURCE = Path(__file__).resolve().parents[2]  # the checkout: pyproject.toml beside pipelines/ and transforms/
 PACKAGED = ("pyproject.toml", "pipelines", "transforms", "schemas")
 
 

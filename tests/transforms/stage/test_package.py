@@ -4,7 +4,7 @@ import shutil
 
 import pytest
 
-from rewardmill.pipelines.package import SOURCE, source_digest, worker_wheel
+from rewardmill.transforms.stage.package import SOURCE, source_digest, worker_wheel
 
 
 def test_the_wheel_is_reused_until_the_source_changes(tmp_path):
@@ -17,7 +17,7 @@ def test_the_wheel_is_reused_until_the_source_changes(tmp_path):
     first = worker_wheel(tmp_path / "dist", root)
     assert first.name.startswith("rewardmill-") and worker_wheel(tmp_path / "dist", root) == first
     before = source_digest(root)
-    (root / "pipelines" / "stage.py").write_text((root / "pipelines" / "stage.py").read_text() + "\n# changed\n")
+    (root / "pipelines" / "cli.py").write_text((root / "pipelines" / "cli.py").read_text() + "\n# changed\n")
     assert source_digest(root) != before
     second = worker_wheel(tmp_path / "dist", root)
     assert second != first and second.parent.name == source_digest(root)
