@@ -27,7 +27,7 @@ from rewardmill.pipelines.rollouts import RolloutsConfig, build
 from rewardmill.schemas import PROMPT_V1
 from rewardmill.transforms.io.parquet import read_rows, rows_to_table, write_table
 from rewardmill.transforms.sampling.policy import materialize
-from rewardmill.transforms.sampling.transformers_backend import chat_texts, load_policy
+from rewardmill.transforms.sampling.transformers_generate import chat_texts, load_policy
 from rewardmill.transforms.sources.arithmetic import generate
 from rewardmill.transforms.sources.normalize import normalize
 from rewardmill.transforms.stage.runner import BeamConfig, run_pipeline

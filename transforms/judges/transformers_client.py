@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from rewardmill.transforms.judges.client import BackendConfig, Completion, JudgeRequest, JudgeResponse, TokenLogprob
 from rewardmill.transforms.sampling.params import sample_seed
 from rewardmill.transforms.sampling.policy import model_identity
-from rewardmill.transforms.sampling.transformers_backend import LoadedPolicy, chat_texts, load_policy
+from rewardmill.transforms.sampling.transformers_generate import LoadedPolicy, chat_texts, load_policy
 
 log = logging.getLogger("rewardmill")
 

@@ -14,7 +14,7 @@ from rewardmill.transforms.judges.client import BackendConfig, Completion, Judge
 from rewardmill.transforms.judges.transformers_client import request_digest
 from rewardmill.transforms.sampling.params import prompt_seed
 from rewardmill.transforms.sampling.policy import model_identity
-from rewardmill.transforms.sampling.transformers_backend import chat_texts
+from rewardmill.transforms.sampling.transformers_generate import chat_texts
 
 log = logging.getLogger("rewardmill")
 

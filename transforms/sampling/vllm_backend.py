@@ -14,7 +14,7 @@ from rewardmill.transforms.io import timings
 from rewardmill.transforms.sampling.cache import RolloutCache
 from rewardmill.transforms.sampling.handler import PolicyHandler
 from rewardmill.transforms.sampling.params import Sample, SamplingParams, prompt_seed
-from rewardmill.transforms.sampling.transformers_backend import chat_texts
+from rewardmill.transforms.sampling.transformers_generate import chat_texts
 from rewardmill.transforms.sampling.vllm_engine import engine, token_prompts
 
 log = logging.getLogger("rewardmill")

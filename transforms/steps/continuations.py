@@ -72,7 +72,7 @@ class TransformersContinuer:
         if self._policy is None:
             import torch
 
-            from rewardmill.transforms.sampling.transformers_backend import load_policy
+            from rewardmill.transforms.sampling.transformers_generate import load_policy
 
             torch.manual_seed(0)
             self._policy = load_policy(self.model_dir, self.device)
@@ -80,7 +80,7 @@ class TransformersContinuer:
 
     def continue_many(self, requests: Sequence[PrefixRequest]) -> list[list[str]]:
         """k continuation texts per request, in request order."""
-        from rewardmill.transforms.sampling.transformers_backend import generate_from_texts
+        from rewardmill.transforms.sampling.transformers_generate import generate_from_texts
 
         policy = self.load()
         texts = [prompt_text(policy.tokenizer, r) for r in requests]

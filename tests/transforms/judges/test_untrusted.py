@@ -222,7 +222,7 @@ def test_default_model_tokenizer_sees_only_the_templates_own_special_tokens(poli
     After the guard, the judge's input ids hold exactly the special tokens of the same request with a plain answer."""
     from transformers import AutoTokenizer
 
-    from rewardmill.transforms.sampling.transformers_backend import chat_texts
+    from rewardmill.transforms.sampling.transformers_generate import chat_texts
 
     tok = AutoTokenizer.from_pretrained(policy_dir)
     specials = tokenizer_specials(tok)

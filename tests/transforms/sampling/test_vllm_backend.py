@@ -8,7 +8,7 @@ from types import SimpleNamespace
 import pytest
 
 from rewardmill.transforms.sampling.params import SamplingParams, prompt_seed
-from rewardmill.transforms.sampling.transformers_backend import chat_texts, load_policy
+from rewardmill.transforms.sampling.transformers_generate import chat_texts, load_policy
 from rewardmill.transforms.sampling.vllm_backend import VLLMPolicyHandler, to_samples, vllm_sampling_kwargs
 from rewardmill.transforms.sampling.vllm_engine import engine_kwargs, prompt_token_ids, token_prompts
 

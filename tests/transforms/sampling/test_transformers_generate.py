@@ -3,7 +3,7 @@
 import pytest
 
 from rewardmill.transforms.sampling.params import SamplingParams
-from rewardmill.transforms.sampling.transformers_backend import generate_samples, load_policy
+from rewardmill.transforms.sampling.transformers_generate import generate_samples, load_policy
 
 PROMPTS = [
     [{"role": "user", "content": "What is 2 + 3? Put the final answer in \\boxed{}."}],

@@ -1,0 +1,97 @@
+"""Seeded generation on a local transformers model: load a policy folder, format chat prompts, and draw n samples per
+prompt in one `generate` call (sample j of prompt p seeded by (seed, p, j)). No Beam: the rollouts stage's handler
+(transformers_backend.py), the judges' local client and step continuations all generate here.
+"""
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from rewardmill.transforms.sampling.params import Sample, SamplingParams, sample_seed
+from rewardmill.transforms.sampling.seeded import SeededSampler
+
+
+@dataclass
+class LoadedPolicy:
+    model: Any
+    tokenizer: Any
+    eos_token_ids: list[int]
+
+
+def load_policy(model_dir: str, device: str = "cpu") -> LoadedPolicy:
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from rewardmill.transforms.sampling.policy import local_model
+
+    model_dir = local_model(model_dir)
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    tokenizer.padding_side = "left"  # decoder-only models continue from the right edge
+    if tokenizer.pad_token_id is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32 if device == "cpu" else "auto")
+    model.to(device).eval()
+    eos = model.generation_config.eos_token_id
+    eos_ids = sorted({*([eos] if isinstance(eos, int) else (eos or [])), tokenizer.eos_token_id})
+    return LoadedPolicy(model=model, tokenizer=tokenizer, eos_token_ids=eos_ids)
+
+
+def chat_texts(tokenizer, conversations: Sequence[list[dict[str, str]]]) -> list[str]:
+    return [tokenizer.apply_chat_template(list(m), add_generation_prompt=True, tokenize=False) for m in conversations]
+
+
+def generate_samples(
+    policy: LoadedPolicy, conversations: Sequence[list[dict[str, str]]], prompt_ids: Sequence[str], sp: SamplingParams
+) -> list[list[Sample]]:
+    """n samples for each conversation in one `generate` call; sample j of prompt p is seeded by (seed, p, j)."""
+    return generate_from_texts(policy, chat_texts(policy.tokenizer, conversations), prompt_ids, sp)
+
+
+def generate_from_texts(
+    policy: LoadedPolicy, texts: Sequence[str], seed_keys: Sequence[str], sp: SamplingParams, strip: bool = True
+) -> list[list[Sample]]:
+    """n samples for each already formatted prompt text (a chat prompt, or one plus the start of an answer to
+    continue); sample j of text t is seeded by (seed, seed_keys[t], j)."""
+    import torch
+    from transformers import GenerationConfig, LogitsProcessorList
+
+    tok = policy.tokenizer
+    enc = tok(list(texts), return_tensors="pt", padding=True, add_special_tokens=False)
+    # Each prompt repeated n times back to back (what num_return_sequences does internally; transformers only
+    # accepts num_return_sequences with do_sample=True, and sampling is done by the SeededSampler here).
+    enc = {k: v.repeat_interleave(sp.n, dim=0).to(policy.model.device) for k, v in enc.items()}
+    seeds = [sample_seed(sp.seed, key, j) for key in seed_keys for j in range(sp.n)]
+    sampler = SeededSampler(seeds, sp.temperature, sp.top_k, sp.top_p, policy.eos_token_ids)
+    config = GenerationConfig(
+        do_sample=False,  # the SeededSampler draws the token; greedy just takes it
+        max_new_tokens=sp.max_new_tokens,
+        eos_token_id=policy.eos_token_ids,
+        pad_token_id=tok.pad_token_id,
+    )
+    with torch.inference_mode():
+        out = policy.model.generate(**enc, generation_config=config, logits_processor=LogitsProcessorList([sampler]))
+    generated = out[:, enc["input_ids"].shape[1] :].cpu()
+    results: list[list[Sample]] = []
+    for p in range(len(texts)):
+        samples = []
+        for j in range(sp.n):
+            row = p * sp.n + j
+            n_tokens = int(sampler.n_tokens[row])
+            tokens = generated[row, :n_tokens].tolist()
+            samples.append(
+                Sample(
+                    index=j,
+                    seed=seeds[row],
+                    completion=_text(tok.decode(tokens, skip_special_tokens=True), strip),
+                    n_tokens=n_tokens,
+                    finish_reason="stop" if bool(sampler.done[row]) else "length",
+                    logprob_sum=float(sampler.logprob_sum[row]),
+                )
+            )
+        results.append(samples)
+    return results
+
+
+def _text(decoded: str, strip: bool) -> str:
+    """A rollout's answer is stripped; a continuation is kept exactly as generated (it is glued to its prefix)."""
+    return decoded.strip() if strip else decoded
