@@ -1,5 +1,6 @@
-"""The README's recipes for runners that cannot run here (Flink, Spark, Dataflow): checked offline. Their options
-parse to known Beam options, and the stages' pipeline graphs build for them (nothing is submitted)."""
+"""The recipes in docs/cluster-and-storage.md for runners that cannot run here (Flink, Spark, Dataflow): checked
+offline. Their options parse to known Beam options, and the stages' pipeline graphs build for them (nothing is
+submitted)."""
 
 import re
 import zipfile
@@ -18,8 +19,8 @@ from tests.pipelines.test_label_and_assemble import rollouts_dir  # noqa: F401  
 
 
 def recipes() -> dict[str, dict]:
-    """runner -> the `beam` section of each yaml block in the README's "Running on a cluster"."""
-    readme = (REPO / "README.md").read_text()
+    """runner -> the `beam` section of each yaml block in "Running on a cluster" (docs/cluster-and-storage.md)."""
+    readme = (REPO / "docs/cluster-and-storage.md").read_text()
     section = readme.split("## Running on a cluster", 1)[1].split("\n## ", 1)[0]
     blocks = [yaml.safe_load(b)["beam"] for b in re.findall(r"```yaml\n(.*?)```", section, re.S)]
     return {b["runner"]: b for b in blocks}
