@@ -3,7 +3,7 @@
 import shutil
 
 from rewardmill.transforms.doctor.report import FAIL, OK, WARN, Check
-from rewardmill.transforms.labelers.sandbox import Sandbox, SandboxUnavailable
+from rewardmill.transforms.sandbox.runner import Sandbox, SandboxUnavailable
 
 
 def sandbox_check(users: dict[str, dict]) -> Check:

@@ -3,10 +3,12 @@
 whether or not someone remembered to bump the labeler's `version`. The same closure checks the label stage's DVC deps
 (tests/test_label_stage_deps.py).
 
-The closure follows imports (anywhere in a module's body, function bodies included) of the labelers' and judges'
-modules, starting from the file that defines the labeler class. The labelers package itself is not followed: it is the
-registry, which imports every labeler to look one up by name; inner labelers a config names (an appeal's rule, a tier)
-are added by the caller.
+The closure follows imports (anywhere in a module's body, function bodies included) of the labelers', judges' and
+sandbox's modules, starting from the file that defines the labeler class. The programs that run inside the sandbox
+are files the sandbox reads, never run here: transforms/sandbox/scripts.py imports them, so this walk finds them.
+The packages themselves are not followed: the labelers package is the registry, which imports every labeler to look
+one up by name (so import from the modules, not the package); inner labelers a config names (an appeal's rule, a
+tier) are added by the caller.
 """
 
 import ast
@@ -15,7 +17,7 @@ import inspect
 from functools import cache
 from pathlib import Path
 
-FOLLOWED = ("rewardmill.transforms.labelers", "rewardmill.transforms.judges")
+FOLLOWED = ("rewardmill.transforms.labelers", "rewardmill.transforms.judges", "rewardmill.transforms.sandbox")
 ROOT = Path(__file__).resolve().parents[2]  # the folder the `rewardmill` package maps to
 
 

@@ -1,6 +1,6 @@
 """The pieces of code verification that need no sandbox: the tests spec, the tests' namespace plan and stdout
 comparison. Pure functions. (Code extraction is in code_extract.py; the programs that run the code and the tests
-are code_completion_side.py and code_tests_side.py, bundled by code_protocol.py.)
+are in transforms/sandbox/programs, bundled by transforms/sandbox/scripts.py.)
 
 Tests arrive as JSON in one of three styles:
   {"style": "asserts", "asserts": ["assert f(1) == 2", ...], "setup": "optional code run before them"}

@@ -15,16 +15,16 @@ from rewardmill.transforms.labelers.code_harness import (
     same_output,
     tests_plan,
 )
-from rewardmill.transforms.labelers.code_protocol import candidate_script, tests_script
-from rewardmill.transforms.labelers.code_session import run_session
-from rewardmill.transforms.labelers.sandbox import (
+from rewardmill.transforms.sandbox.isolation import MECHANISMS
+from rewardmill.transforms.sandbox.relay import run_session
+from rewardmill.transforms.sandbox.runner import (
     Sandbox,
     SandboxLimits,
     SandboxResult,
     SandboxUnavailable,
     describe,
 )
-from rewardmill.transforms.labelers.sandbox_isolation import MECHANISMS
+from rewardmill.transforms.sandbox.scripts import candidate_script, tests_script
 
 # A failing test is a concrete counterexample; passing tests can under-specify the task; a timeout or a crash is
 # verified not correct (the code did not finish what the tests asked), though a loaded machine can slow it.
@@ -66,7 +66,7 @@ class CodeTestsConfig:
 
 
 class CodeTestsVerifier:
-    """Score = fraction of the prompt's tests the completion's code passes, run in a sandbox (sandbox.py).
+    """Score = fraction of the prompt's tests the completion's code passes, run in a sandbox (transforms/sandbox).
 
     Input columns: completion (the code its answer submits, after any leading reasoning block: the blocks defining
     what the tests call, code_extract.py),
@@ -79,7 +79,7 @@ class CodeTestsVerifier:
     """
 
     name = "code_tests"
-    # 2: the completion and the tests run in two sandboxes (code_protocol.py); 3: no per-test timings in `raw` (a
+    # 2: the completion and the tests run in two sandboxes (sandbox/programs); 3: no per-test timings in `raw` (a
     # label's bytes must not depend on the machine's speed); 4: the tests see only declared names, the relay wraps
     # the completion's lines, timeouts and crashes are incorrect/0, the code run is chosen by the names tested; 5: only
     # the answer after a leading reasoning block runs (unclosed: incorrect/0), any fence info string (py3) opens a
@@ -178,7 +178,7 @@ class CodeTestsVerifier:
         return result
 
     def _run_harness(self, code: str, spec: TestsSpec, plan: dict) -> tuple[list[dict], str]:
-        """The completion and the tests in two sandboxes (code_protocol.py): the tests compare plain values."""
+        """The completion and the tests in two sandboxes (sandbox/programs): the tests compare plain values."""
         timeout = self.config.timeout_seconds
         if spec.style == "humaneval":
             code = humaneval_program(code, spec)

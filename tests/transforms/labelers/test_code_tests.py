@@ -7,11 +7,11 @@ import time
 import pytest
 
 from rewardmill.transforms.config import ConfigError, from_dict
-from rewardmill.transforms.labelers import sandbox as sandbox_mod
 from rewardmill.transforms.labelers.code_harness import completion_plan, parse_tests, same_output
 from rewardmill.transforms.labelers.code_harness import tests_plan as plan_of  # pytest would collect tests_*
 from rewardmill.transforms.labelers.code_tests import CodeTestsConfig, CodeTestsVerifier
-from rewardmill.transforms.labelers.sandbox import SandboxUnavailable
+from rewardmill.transforms.sandbox import runner as sandbox_mod
+from rewardmill.transforms.sandbox.runner import SandboxUnavailable
 from rewardmill.transforms.sources import humaneval
 
 
@@ -362,7 +362,7 @@ def test_rationale_names_the_blocks_that_ran(verifier):
 
 
 def test_the_sandboxed_programs_are_bundled_whole():
-    from rewardmill.transforms.labelers.code_protocol import candidate_script, tests_script
+    from rewardmill.transforms.sandbox.scripts import candidate_script, tests_script
 
     for script in (
         candidate_script("x = 1", ["x"]),

@@ -8,7 +8,7 @@ defines by def or class (`export`) as the completion defined it: a plain value a
 `_Handle` forwarding calls to the completion's process; one it binds any other way is left unbound. No other name
 of the completion's ever gets here, so its `abs`, `math` or `poly` cannot stand in for the real ones.
 
-Lines in (from the relay, code_session.py): `c <line>` is a line the completion's process wrote (only ever read
+Lines in (from the relay, relay.py): `c <line>` is a line the completion's process wrote (only ever read
 as its values or exceptions), `r <json>` is the relay's own notice ({"dead": why, "timeout": bool}). Lines out:
 `C <request>` for the completion, `R <report>` for the labeler. Statuses (pass, fail, error, timeout, crash,
 test_error) are decided here: `test_error` only when a dry run with every declared name replaced by a probe fails
@@ -22,9 +22,10 @@ import os
 import signal
 import sys
 
-from .code_codec import _dec, _enc  # bundled: code_protocol.py inlines code_codec.py here
+from .channel import _describe, _read_line, _send  # bundled: scripts.py inlines channel.py here
+from .codec import _dec, _enc  # bundled: scripts.py inlines codec.py here
 
-SPEC = "{}"  # bundled: code_protocol.py puts the run's spec here (see tests_script)
+SPEC = "{}"  # bundled: scripts.py puts the run's spec here (see tests_script)
 
 _BUILTINS = dict(vars(builtins))  # the pristine builtins, before anything from the completion arrives
 
@@ -59,31 +60,20 @@ def _raise_timeout(signum, frame):
     raise _Timeout()
 
 
-def _describe(exc):
-    text = str(exc)
-    return (f"{type(exc).__name__}: {text}" if text else type(exc).__name__)[:300]
-
-
 _out = [1]  # the report's descriptor: a duplicate of stdout made in _main (importing this module changes nothing)
 _pending = bytearray()
 _last_id = [0]
 
 
 def _write(prefix, msg):
-    data = (prefix + json.dumps(msg) + "\n").encode()
-    while data:
-        data = data[os.write(_out[0], data) :]
+    _send(_out[0], msg, prefix)
 
 
 def _receive():
     """The completion's next message (a dict); a relay notice raises _CompletionTimeout or _CompletionGone."""
-    while b"\n" not in _pending:
-        chunk = os.read(0, 1 << 16)
-        if not chunk:
-            raise _CompletionGone("the relay closed")
-        _pending.extend(chunk)
-    line, _, rest = bytes(_pending).partition(b"\n")
-    _pending[:] = rest
+    line = _read_line(0, _pending)
+    if line is None:
+        raise _CompletionGone("the relay closed")
     source, _, body = line.partition(b" ")
     if source == b"r":
         notice = json.loads(body)

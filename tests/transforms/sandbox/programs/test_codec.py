@@ -1,17 +1,16 @@
-"""The value codec both sides of a code check use: exact builtin types cross, anything else is a handle."""
+"""transforms/sandbox/programs/codec.py, the value codec both sides of a code check use: exact builtin types cross,
+anything else is a handle."""
 
 import math
 
 import pytest
 
-from rewardmill.transforms.labelers.code_protocol import CODEC
+from rewardmill.transforms.sandbox.programs import codec as codec_module
 
 
 @pytest.fixture(scope="module")
 def codec():
-    namespace: dict = {}
-    exec(CODEC, namespace)  # the same source both sandboxed programs run
-    return namespace
+    return vars(codec_module)  # the module whose source both sandboxed programs inline (scripts.py)
 
 
 class Handle:

@@ -1,7 +1,7 @@
 """The completion's program: load its code, send the values of the names the tests declared, answer calls on them.
 
 It reports nothing but the completion's own values and exceptions. It has no status, timeout or death to report:
-every line it writes reaches the tests' program wrapped by the relay as "the completion says" (code_session.py),
+every line it writes reaches the tests' program wrapped by the relay as "the completion says" (relay.py),
 so a line the completion forges itself (through a caller's frame, `gc`, or a raw write to any descriptor) can only
 ever be read as one of its own values. Time is measured and death noticed outside, by the relay and the tests.
 """
@@ -11,19 +11,12 @@ import json
 import os
 import sys
 
-from .code_codec import _dec, _enc, _Unsendable  # bundled: code_protocol.py inlines code_codec.py here
+from .channel import _describe, _read_line, _send  # bundled: scripts.py inlines channel.py here
+from .codec import _dec, _enc, _Unsendable  # bundled: scripts.py inlines codec.py here
 
-SPEC = "{}"  # bundled: code_protocol.py puts the run's spec here: {"code": str, "export": [name, ...]}
+SPEC = "{}"  # bundled: scripts.py puts the run's spec here: {"code": str, "export": [name, ...]}
 
 _objects = {}
-
-
-def _describe(exc):
-    try:
-        text = str(exc)
-    except BaseException:
-        text = ""
-    return (f"{type(exc).__name__}: {text}" if text else type(exc).__name__)[:300]
 
 
 def _new_handle(v):
@@ -44,19 +37,11 @@ def _main(spec):
     pending = bytearray()
 
     def send(msg):
-        data = (json.dumps(msg) + "\n").encode()
-        while data:
-            data = data[os.write(out, data) :]
+        _send(out, msg)
 
     def receive():
-        while b"\n" not in pending:
-            chunk = os.read(inp, 1 << 16)
-            if not chunk:
-                return None
-            pending.extend(chunk)
-        line, _, rest = bytes(pending).partition(b"\n")
-        pending[:] = rest
-        return json.loads(line)
+        line = _read_line(inp, pending)
+        return None if line is None else json.loads(line)
 
     ns = {"__name__": "__candidate__", "__builtins__": builtins}
     try:

@@ -1,4 +1,4 @@
-"""Run a completion and its tests in two sandboxes and relay the calls between them (code_protocol.py says why).
+"""Run a completion and its tests in two sandboxes and relay the calls between them (programs/__init__.py says why).
 
 The relay is the only link: the tests' `C` lines go to the completion's stdin, each line the completion writes goes
 to the tests' stdin as `c <line>` (so nothing it writes can pass for the relay's word), and the tests' `R` lines
@@ -17,7 +17,7 @@ import time
 from collections import deque
 from dataclasses import dataclass
 
-from rewardmill.transforms.labelers.sandbox import Sandbox, SandboxLimits, SandboxResult
+from rewardmill.transforms.sandbox.runner import Sandbox, SandboxLimits, SandboxResult
 
 MAX_LINE_BYTES = 8 << 20  # one value crossing between the processes
 CALL_GRACE_SECONDS = 1.0  # beyond the per-test limit before an unanswered call kills the completion

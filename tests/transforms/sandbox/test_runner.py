@@ -1,4 +1,4 @@
-"""transforms/labelers/sandbox.py: untrusted code gets no network, no writes outside its temp dir, no parent
+"""transforms/sandbox/runner.py: untrusted code gets no network, no writes outside its temp dir, no parent
 secrets, and cannot outlive its timeout (fork bombs, memory bombs and stray children included).
 
 Every security test runs on each isolation mechanism that works on this machine (bwrap, and unshare where an
@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from rewardmill.transforms.labelers import sandbox as sandbox_mod
-from rewardmill.transforms.labelers.sandbox import Sandbox, SandboxLimits, SandboxUnavailable
-from rewardmill.transforms.labelers.sandbox_isolation import BOOTSTRAP
+from rewardmill.transforms.sandbox import runner as sandbox_mod
+from rewardmill.transforms.sandbox.isolation import BOOTSTRAP
+from rewardmill.transforms.sandbox.runner import Sandbox, SandboxLimits, SandboxUnavailable
 
 REPO = Path(__file__).resolve().parents[3]
 FAST = SandboxLimits(timeout_seconds=10)

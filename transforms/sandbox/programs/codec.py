@@ -7,7 +7,7 @@ side only ever gets exact builtins. A `fractions.Fraction` crosses as its intege
 `decimal.Decimal` as its string, each rebuilt as a real Fraction or Decimal by the receiver. Any other object (a
 user's class, whatever its `__eq__`) stays a handle.
 
-Runs inside both sandboxed programs (code_protocol.py inlines it); stdlib only.
+Runs inside both sandboxed programs (scripts.py inlines it); stdlib only.
 """
 
 import sys as _sys
