@@ -374,3 +374,20 @@ def test_every_test_a_page_names_exists(page):
         elif name.split("::")[-1].split("[")[0] not in defined_tests(REPO / path):
             wrong.append(f"{path}::{name}: no such test")
     assert wrong == []
+
+
+SCAFFOLDED = {"transforms/labelers/word_count.py", "tests/transforms/labelers/test_word_count.py"}  # made by the steps
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(REPO)))
+def test_every_code_path_a_page_names_exists(page):
+    """A file of the repo a page names (`transforms/io/storage.py`, `transforms/io/threads.ThreadedDoFn`, a folder)
+    exists: a module that moves takes its mentions along."""
+    missing = []
+    for name in re.findall(r"`((?:pipelines|transforms|schemas|tests|bench)/[\w/.-]*)`", page.read_text()):
+        path = name.split("::")[0].rstrip(".")
+        module = REPO / path.rsplit(".", 1)[0] if "." in path.rsplit("/", 1)[-1] else REPO / path
+        candidates = [REPO / path, module, module.with_suffix(".py")]
+        if path not in SCAFFOLDED and not any(c.exists() for c in candidates):
+            missing.append(name)
+    assert missing == []
