@@ -22,8 +22,9 @@ from rewardmill.transforms.sources.normalize import RecordError, normalize
 from rewardmill.transforms.sources.outcomes import READ, SourceOutcomes, check_nonempty, split_warning
 from rewardmill.transforms.sources.registry import check_sources, default_task, parse_source
 from rewardmill.transforms.stage.conservation import ConservationError, distinct_ids, id_frame, reconcile, reject_rows
-from rewardmill.transforms.stage.outputs import atomic_output, reject, write_manifest, write_rejects
-from rewardmill.transforms.stage.runner import StageTimer, absolute_args, load_beam_config, run_pipeline, setup_logging
+from rewardmill.transforms.stage.outputs import reject, write_rejects
+from rewardmill.transforms.stage.runner import absolute_args, load_beam_config, setup_logging
+from rewardmill.transforms.stage.skeleton import ManifestSpec, StageRun, run_stage
 
 log = logging.getLogger("rewardmill")
 
@@ -133,6 +134,42 @@ def _prompt_key(row: dict[str, Any]) -> str:
     return row["prompt_id"]
 
 
+def check_output(tmp: str, sources: list) -> dict[str, Any]:
+    """The finished prompts checked (conservation, then a prompt from every source); returns the manifest's split and
+    per-source counts."""
+    outcomes = pop_json(storage.join(tmp, SOURCES_FILE))
+    if outcomes is None:
+        raise ConservationError(f"{STAGE}: the runner did not run the record count; nothing was written")
+    # every source record is a prompt or a reject (invalid, duplicate, ...); no prompt at all is the check below's
+    reconcile(
+        STAGE,
+        inputs=sum(entry["records"] for entry in outcomes.values()),
+        outputs=distinct_ids(tmp, ["prompt_id"]),
+        rejects=reject_rows(tmp),
+        unit="source records",
+        allow_empty=True,
+    )
+    written = id_frame(tmp, ["source", "split"])
+    per_source = dict(written["source"].value_counts().iter_rows())
+    check_nonempty(outcomes, per_source, sources, str(params_path()))
+    splits = {split: written.filter(written["split"] == split).height for split in ("train", "test")}
+    counts = {
+        source.name: {
+            "prompts": per_source.get(source.name, 0),
+            "records": outcomes.get(source.name, {}).get("records", 0),
+            "rejects": dict(sorted(outcomes.get(source.name, {}).get("rejects", {}).items())),
+        }
+        for source in sources
+    }
+    return {"splits": splits, "sources": counts}
+
+
+def warn_of_empty_splits(run: StageRun, test_fraction: float) -> None:
+    warning = split_warning(run.manifest["splits"], test_fraction)
+    if warning:
+        log.warning(warning)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument(
@@ -144,39 +181,15 @@ def main(argv: list[str] | None = None) -> None:
     cfg = load_section(PromptsConfig, "prompts")
     sources = cfg.parsed_sources()  # fail on a bad source before any work
     check_sources(sources, str(params_path()))  # and on a missing file, before Beam runs
-    timer = StageTimer(STAGE)
-    with atomic_output(args.out) as tmp:
-        run_pipeline(lambda p: build(p, cfg, tmp), beam_cfg)
-        outcomes = pop_json(storage.join(tmp, SOURCES_FILE))
-        if outcomes is None:
-            raise ConservationError(f"{STAGE}: the runner did not run the record count; nothing was written")
-        # every source record is a prompt or a reject (invalid, duplicate, ...); no prompt at all is the check below's
-        reconcile(
-            STAGE,
-            inputs=sum(entry["records"] for entry in outcomes.values()),
-            outputs=distinct_ids(tmp, ["prompt_id"]),
-            rejects=reject_rows(tmp),
-            unit="source records",
-            allow_empty=True,
-        )
-        written = id_frame(tmp, ["source", "split"])
-        per_source = dict(written["source"].value_counts().iter_rows())
-        check_nonempty(outcomes, per_source, sources, str(params_path()))
-        splits = {split: written.filter(written["split"] == split).height for split in ("train", "test")}
-        counts = {
-            source.name: {
-                "prompts": per_source.get(source.name, 0),
-                "records": outcomes.get(source.name, {}).get("records", 0),
-                "rejects": dict(sorted(outcomes.get(source.name, {}).get("rejects", {}).items())),
-            }
-            for source in sources
-        }
-        extra = {"splits": splits, "sources": counts}
-        manifest = write_manifest(tmp, stage=STAGE, schema=PROMPT_V1, config=cfg, extra=extra)
-    warning = split_warning(splits, cfg.test_fraction)
-    if warning:
-        log.warning(warning)
-    timer.done(manifest)
+    run_stage(
+        STAGE,
+        args.out,
+        beam_cfg,
+        lambda p, tmp: build(p, cfg, tmp),
+        ManifestSpec(PROMPT_V1, cfg, extra=lambda done: done.checked),
+        check=lambda tmp, result: check_output(tmp, sources),
+        log_run=lambda run: warn_of_empty_splits(run, cfg.test_fraction),
+    )
 
 
 if __name__ == "__main__":

@@ -14,30 +14,15 @@ from rewardmill.transforms.config import load_section
 from rewardmill.transforms.io import storage
 from rewardmill.transforms.io.parquet import ReadStageOutput, WriteSortedParquet, read_rows
 from rewardmill.transforms.planning.budget import BUDGET_REASON, Budget
-from rewardmill.transforms.planning.report import admit_or_fail, report_budget
 from rewardmill.transforms.sampling.cache import COUNTERS, RolloutCache
 from rewardmill.transforms.sampling.openai_backend import EndpointPolicy, OpenAIPolicyHandler, check_reachable
 from rewardmill.transforms.sampling.params import SamplingParams
 from rewardmill.transforms.sampling.pool import Member, PolicySpec, resolve_pool
 from rewardmill.transforms.sampling.rows import FormBatches, ToRolloutRows
 from rewardmill.transforms.stage.conservation import ConservationError, id_frame, reconcile
-from rewardmill.transforms.stage.outputs import (
-    REJECTS_DIR,
-    atomic_output,
-    read_manifest,
-    reject,
-    write_manifest,
-    write_rejects,
-)
-from rewardmill.transforms.stage.runner import (
-    StageTimer,
-    absolute_args,
-    counter_totals,
-    load_beam_config,
-    recorded,
-    run_pipeline,
-    setup_logging,
-)
+from rewardmill.transforms.stage.outputs import REJECTS_DIR, count_rejects, read_manifest, reject, write_rejects
+from rewardmill.transforms.stage.runner import absolute_args, counter_totals, load_beam_config, recorded, setup_logging
+from rewardmill.transforms.stage.skeleton import ManifestSpec, StageBudget, StageRun, run_stage
 
 STAGE = "rollouts"
 log = logging.getLogger("rewardmill")
@@ -170,6 +155,20 @@ def _failed_rejects(failure, policy: str | None):
             yield reject(STAGE, row_id, "generation_error", f"{type(exc).__name__}: {exc}")
 
 
+def check_generation_errors(out_dir: str, failed: int, cfg: RolloutsConfig, total: int, cache: str | None) -> None:
+    """More than `max_generation_errors` prompts whose generation failed fail the stage: nothing is renamed into
+    place, and a rerun resumes from the cache."""
+    if failed <= cfg.max_generation_errors:
+        return
+    first = next(r for r in read_rows(storage.join(out_dir, REJECTS_DIR)) if r["reason"] == "generation_error")
+    raise SystemExit(
+        f"rollouts: generation failed for {failed} of {total} prompts (rollouts.max_generation_errors = "
+        f"{cfg.max_generation_errors}); first: prompt {first['row_id']}: {first['detail']}. Batches that "
+        f"finished are in the rollouts cache ({cache or 'off: pass --cache'}): fix the cause and rerun "
+        "to resume"
+    )
+
+
 def check_conservation(out_dir: str, prompts: int, members: int, n: int, failed: int) -> None:
     """Every (prompt, policy) has its n samples or one generation_error reject; fails naming the count otherwise."""
     rows = id_frame(out_dir, ["prompt_id", "policy", "rollout_id"])
@@ -178,6 +177,24 @@ def check_conservation(out_dir: str, prompts: int, members: int, n: int, failed:
     reconcile(STAGE, inputs=sampled * n, outputs=rows["rollout_id"].n_unique(), rejects=0, unit="samples")
     if rows.height != sampled * n:
         raise ConservationError(f"{STAGE}: {rows.height - sampled * n} duplicated rollouts; nothing was written")
+
+
+def check_output(out_dir: str, cfg: RolloutsConfig, total: int, members: int, cache: str | None) -> None:
+    """Generation errors within `max_generation_errors`, then conservation (budget rejects count as rejects)."""
+    rejects = count_rejects(out_dir)
+    check_generation_errors(out_dir, rejects.get("generation_error", 0), cfg, total, cache)
+    check_conservation(out_dir, total, members, cfg.n, sum(rejects.values()))
+
+
+def log_cache_use(run: StageRun) -> None:
+    """Cache use goes to the log, not the manifest: the output must not depend on what was cached."""
+    counts = counter_totals(run.result, COUNTERS)
+    if counts:
+        log.info(
+            "rollouts: %d prompts sampled now, %d reused from the cache",
+            counts.get("prompts_generated", 0),
+            counts.get("prompts_reused", 0),
+        )
 
 
 def policies_record(members: list[Member]) -> dict[str, dict]:
@@ -214,44 +231,24 @@ def main(argv: list[str] | None = None) -> None:
             check_reachable(m.openai)
     storage.check_readable(args.prompts, "prompts")
     total = read_manifest(args.prompts)["rows"]
-    admitted = admission(cfg, args.prompts, args.model, args.cache)
-    over = frozenset(admitted.excluded) if admitted else frozenset()
-    timer = StageTimer(STAGE)
-    with atomic_output(args.out) as tmp:
-        result = run_pipeline(
-            lambda p: build(p, cfg, args.prompts, members, total, tmp, args.cache, over),
-            beam_cfg,
-        )
-        manifest = write_manifest(
-            tmp,
-            stage=STAGE,
-            schema=ROLLOUT_V2,
-            config=cfg,
-            inputs={"prompts": args.prompts},
+    budget = admission(cfg, args.prompts, args.model, args.cache)
+    over = budget.over if budget else frozenset()
+    run_stage(
+        STAGE,
+        args.out,
+        beam_cfg,
+        lambda p, tmp: build(p, cfg, args.prompts, members, total, tmp, args.cache, over),
+        ManifestSpec(
+            ROLLOUT_V2,
+            cfg,
+            {"prompts": args.prompts},
             extra={"policies": policies_record(members), "prompts": total}
             | ({} if cfg.policies else {"policy": members[0].info.__dict__}),
-        )
-        failed = manifest["rejects"].get("generation_error", 0)
-        if failed > cfg.max_generation_errors:  # nothing is renamed into place: a rerun resumes from the cache
-            first = next(r for r in read_rows(storage.join(tmp, REJECTS_DIR)) if r["reason"] == "generation_error")
-            raise SystemExit(
-                f"rollouts: generation failed for {failed} of {total} prompts (rollouts.max_generation_errors = "
-                f"{cfg.max_generation_errors}); first: prompt {first['row_id']}: {first['detail']}. Batches that "
-                f"finished are in the rollouts cache ({args.cache or 'off: pass --cache'}): fix the cause and rerun "
-                "to resume"
-            )
-        check_conservation(tmp, total, len(members), cfg.n, sum(manifest["rejects"].values()))
-    # Cache use goes to the log, not the manifest: the output must not depend on what was cached.
-    counts = counter_totals(result, COUNTERS)
-    if counts:
-        log.info(
-            "rollouts: %d prompts sampled now, %d reused from the cache",
-            counts.get("prompts_generated", 0),
-            counts.get("prompts_reused", 0),
-        )
-    timer.done(manifest)
-    if admitted:
-        report_budget(STAGE, "rollouts.budget", cfg.budget, admitted, manifest)
+        ),
+        check=lambda tmp, result: check_output(tmp, cfg, total, len(members), args.cache),
+        budget=budget,
+        log_run=log_cache_use,
+    )
 
 
 def admission(cfg: RolloutsConfig, prompts_dir: str, model_dir: str, cache: str | None):
@@ -261,7 +258,7 @@ def admission(cfg: RolloutsConfig, prompts_dir: str, model_dir: str, cache: str 
     from rewardmill.pipelines.plan import load_prices, plan_paths, plan_rollouts_stage
 
     paths = plan_paths(prompts=prompts_dir, model=model_dir, rollouts_cache=None)  # cache-blind (see budget.py)
-    return admit_or_fail("rollouts.budget", plan_rollouts_stage(paths, load_prices(), cfg), cfg.budget)
+    return StageBudget.admit("rollouts.budget", plan_rollouts_stage(paths, load_prices(), cfg), cfg.budget)
 
 
 if __name__ == "__main__":

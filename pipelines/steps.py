@@ -23,27 +23,12 @@ from rewardmill.schemas import ROLLOUT_V2, STEP_LABEL_V1
 from rewardmill.transforms.config import ConfigError, from_dict, load_section
 from rewardmill.transforms.io.parquet import ReadStageOutput, WriteSortedParquet, stable_shard
 from rewardmill.transforms.planning.budget import BUDGET_REASON, Budget
-from rewardmill.transforms.planning.report import admit_or_fail, budget_record, report_budget
 from rewardmill.transforms.sampling.policy import FINGERPRINT_FILE
 from rewardmill.transforms.sampling.pool import unknown_policy
 from rewardmill.transforms.stage.conservation import id_frame, labeled_or_rejected, reconcile
-from rewardmill.transforms.stage.outputs import (
-    atomic_output,
-    read_manifest,
-    reject,
-    write_json_atomic,
-    write_manifest,
-    write_rejects,
-)
-from rewardmill.transforms.stage.runner import (
-    StageTimer,
-    absolute,
-    absolute_args,
-    counter_totals,
-    load_beam_config,
-    run_pipeline,
-    setup_logging,
-)
+from rewardmill.transforms.stage.outputs import read_manifest, reject, write_rejects
+from rewardmill.transforms.stage.runner import absolute, absolute_args, counter_totals, load_beam_config, setup_logging
+from rewardmill.transforms.stage.skeleton import Finished, ManifestSpec, StageBudget, run_stage
 from rewardmill.transforms.steps.beam import NAMESPACE, REJECTED, LabelStepChunks
 from rewardmill.transforms.steps.labeler import StepsConfig
 from rewardmill.transforms.steps.pseudo_reference import AttachPseudoReferences
@@ -206,13 +191,18 @@ def admission(name: str, params: StepsParams, rollouts_dir: str, model_dir: str,
 
     paths = plan_paths(rollouts=rollouts_dir, model=model_dir, steps_cache=None)  # cache-blind (see budget.py)
     plan = plan_steps_stage(name, paths, load_prices(), params)
-    return admit_or_fail(f"steps.{name}.budget", plan, params.budget)
+    return StageBudget.admit(f"steps.{name}.budget", plan, params.budget)
 
 
 def check_conservation(stage: str, out_dir: str, selected: int) -> None:
     """Every selected rollout has step labels or a reject."""
     labeled, rejected = labeled_or_rejected(out_dir)
     reconcile(stage, inputs=selected, outputs=labeled, rejects=rejected, unit="selected rollouts")
+
+
+def metrics_record(done: Finished, manifest: dict, chosen: dict) -> dict:
+    this_run = counter_totals(done.result, NAMESPACE)  # continuations generated now (not from the cache), rollouts
+    return {**step_stats(done.tmp), "selection": chosen, "rejects": manifest["rejects"], "this_run": this_run}
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -233,36 +223,26 @@ def main(argv: list[str] | None = None) -> None:
     out = args.out or f"data/steps/{args.name}"
     stage = f"steps@{args.name}"
     last_id, chosen = selection(args.rollouts, params)
-    admitted = admission(args.name, params, args.rollouts, args.model, args.cache)
-    over = frozenset(admitted.excluded) if admitted else frozenset()
-    timer = StageTimer(stage)
-    with atomic_output(out) as tmp:
-        result = run_pipeline(
-            lambda p: build(
-                p, args.name, params, args.rollouts, model_dir, tmp, args.cache, last_id, chosen["selected"], over
-            ),
-            beam_cfg,
-        )
-        check_conservation(stage, tmp, chosen["selected"])
-        manifest = write_manifest(
-            tmp,
-            stage=stage,
-            schema=STEP_LABEL_V1,
-            config=params,
-            inputs={"rollouts": args.rollouts, "model": str(Path(model_dir) / FINGERPRINT_FILE)},
+    budget = admission(args.name, params, args.rollouts, args.model, args.cache)
+    over = budget.over if budget else frozenset()
+    run_stage(
+        stage,
+        out,
+        beam_cfg,
+        lambda p, tmp: build(
+            p, args.name, params, args.rollouts, model_dir, tmp, args.cache, last_id, chosen["selected"], over
+        ),
+        ManifestSpec(
+            STEP_LABEL_V1,
+            params,
+            {"rollouts": args.rollouts, "model": str(Path(model_dir) / FINGERPRINT_FILE)},
             extra={"selection": chosen},
-        )
-        stats = step_stats(tmp) if args.metrics else None
-    if args.metrics:
-        this_run = counter_totals(result, NAMESPACE)  # continuations generated now (not from the cache), rollouts
-        budget = {"budget": budget_record(admitted)} if admitted else {}
-        write_json_atomic(
-            args.metrics,
-            {**stats, "selection": chosen, "rejects": manifest["rejects"], "this_run": this_run} | budget,
-        )
-    timer.done(manifest)
-    if admitted:
-        report_budget(stage, f"steps.{args.name}.budget", params.budget, admitted, manifest)
+        ),
+        check=lambda tmp, result: check_conservation(stage, tmp, chosen["selected"]),
+        metrics=args.metrics,
+        metrics_record=lambda done, manifest: metrics_record(done, manifest, chosen),
+        budget=budget,
+    )
 
 
 if __name__ == "__main__":

@@ -1,9 +1,10 @@
-"""The stage skeleton, written once: budget admission, then into an atomic output folder: the pipeline, the stage's
-checks (conservation and its own), the manifest, the metrics; then the closing lines and the budget report.
+"""The stage skeleton, written once: into an atomic output folder, the pipeline, the stage's checks (conservation and
+its own), the manifest and the metrics; then the output in place, the closing line and the budget report.
 
-A stage module hands `run_stage` its graph (`build(p, tmp)`), its checks and what its manifest and metrics hold; the
-order is the skeleton's. The checks run before the manifest is written, so a failed check leaves no manifest and
-renames nothing into place (the temp folder is removed), and a manifest always describes a checked output.
+A stage module admits its budget first (`StageBudget.admit`: its graph leaves out the prompts over budget), then
+hands `run_stage` its graph (`build(p, tmp)`), its checks and what its manifest and metrics hold; the order is the
+skeleton's. The checks run before the manifest is written, so a failed check leaves no manifest and renames nothing
+into place (the temp folder is removed), and a manifest always describes a checked output.
 """
 
 from collections.abc import Callable
@@ -103,6 +104,8 @@ def run_stage(
        and written once the output is in place;
     5. `log_run(run)` logs what this run did (never part of an output), then the closing line and the budget report.
     """
+    if metrics and metrics_record is None:
+        raise TypeError(f"{stage}: a metrics path needs a metrics_record")
     timer = StageTimer(stage)
     with atomic_output(out) as tmp:
         result = run_pipeline(lambda p: build(p, tmp), beam_cfg)
@@ -112,7 +115,7 @@ def run_stage(
             tmp, stage=stage, schema=manifest.schema, config=manifest.config, inputs=manifest.inputs, extra=extra
         )
         record = metrics_record(finished, written) if metrics and metrics_record else None
-    if metrics and record is not None:
+    if metrics and record is not None:  # after the output is in place: a failed stage leaves the last metrics
         write_json_atomic(metrics, record | ({"budget": budget.record()} if budget else {}))
     run = StageRun(written, result, finished.checked)
     if log_run:
