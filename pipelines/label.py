@@ -16,6 +16,8 @@ that succeeded are in the call and label caches, and a rerun sends only the rest
 """
 
 import argparse
+from dataclasses import dataclass
+from typing import Any
 
 import apache_beam as beam
 import polars as pl
@@ -39,25 +41,10 @@ from rewardmill.transforms.labelers.judge_base import JUDGE_CALL_FAILED, JudgeLa
 from rewardmill.transforms.labelers.normalize import normalize_output
 from rewardmill.transforms.labelers.params import LabelerParams, resolve
 from rewardmill.transforms.labelers.stats import label_stats
-from rewardmill.transforms.planning.budget import Admission
-from rewardmill.transforms.planning.report import admit_or_fail, budget_record, report_budget
 from rewardmill.transforms.stage.conservation import ConservationError, id_frame, labeled_or_rejected, reconcile
-from rewardmill.transforms.stage.outputs import (
-    atomic_output,
-    count_rejects,
-    count_rows,
-    write_json_atomic,
-    write_manifest,
-    write_rejects,
-)
-from rewardmill.transforms.stage.runner import (
-    StageTimer,
-    absolute_args,
-    counter_totals,
-    load_beam_config,
-    run_pipeline,
-    setup_logging,
-)
+from rewardmill.transforms.stage.outputs import count_rejects, count_rows, write_rejects
+from rewardmill.transforms.stage.runner import absolute_args, counter_totals, load_beam_config, setup_logging
+from rewardmill.transforms.stage.skeleton import ManifestSpec, StageBudget, run_stage
 
 NOT_APPLICABLE_FILE = "_not_applicable.json"
 
@@ -161,7 +148,52 @@ def probe(name: str, params: LabelerParams, cls, config, rollouts_dir: str, cach
     return report
 
 
-def admission(name: str, params: LabelerParams, rollouts_dir: str, cache_dir: str | None) -> Admission | None:
+@dataclass(frozen=True)
+class Checked:
+    """What the label stage reads from its finished folder, before the manifest."""
+
+    not_applicable: dict[str, int]  # rows of tasks the labeler does not handle, by task (a side file, removed)
+    usage: dict[str, int]  # this run's judge calls and tokens (Beam counters; {} when the runner keeps none)
+    stats: dict[str, Any]  # label_stats: the metrics, and the labeler's own summary for the manifest
+
+
+def check_output(stage: str, name: str, params: LabelerParams, cls, config, total: int, tmp: str, result) -> Checked:
+    """The finished labels made whole-run (normalize_run), then checked: conservation, failed judge calls, not all
+    errors."""
+    not_applicable = dict(sorted((pop_json(storage.join(tmp, NOT_APPLICABLE_FILE)) or {}).items()))
+    normalize_output(tmp, cls, config)  # scores over the whole run (reward models), before anything reads them
+    check_conservation(stage, tmp, total, not_applicable)
+    usage = counter_totals(result, USAGE_NAMESPACE)
+    failed = count_rejects(tmp).get(JUDGE_CALL_FAILED, 0)
+    check_failed_calls(stage, name, params.max_failed_calls, failed, labeled_or_rejected(tmp)[0], usage)
+    check_not_all_errors(stage, tmp)
+    stats = label_stats(tmp, cls)  # the labeler's own summary (e.g. which sandbox ran code) goes in the manifest
+    return Checked(not_applicable, usage, stats)
+
+
+def manifest_extra(params: LabelerParams, cls, checked: Checked, probed: dict | None) -> dict[str, Any]:
+    return (
+        {
+            "labeler": params.labeler,
+            "labeler_version": cls.version,
+            "not_applicable": checked.not_applicable,
+        }
+        | ({"summary": checked.stats["labeler"]} if "labeler" in checked.stats else {})
+        | ({"probes": probed} if probed else {})
+    )
+
+
+def metrics_record(checked: Checked, manifest: dict, probed: dict | None) -> dict[str, Any]:
+    probed_metrics = {"probes": probes.summary(probed)} if probed else {}
+    return {
+        **checked.stats,
+        "not_applicable": checked.not_applicable,
+        "rejects": manifest["rejects"],
+        "usage": checked.usage,
+    } | probed_metrics
+
+
+def admission(name: str, params: LabelerParams, rollouts_dir: str, cache_dir: str | None) -> StageBudget | None:
     """Which prompts fit under the stage's budget (None: no budget), from its plan over the caches' state."""
     if not params.budget.limited:
         return None
@@ -169,7 +201,7 @@ def admission(name: str, params: LabelerParams, rollouts_dir: str, cache_dir: st
 
     paths = plan_paths(rollouts=rollouts_dir, label_cache=None)  # cache-blind: the admission depends on inputs only
     plan = plan_label_stage(name, paths, load_prices(), params)
-    return admit_or_fail(f"labelers.{name}.budget", plan, params.budget)
+    return StageBudget.admit(f"labelers.{name}.budget", plan, params.budget)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -189,49 +221,27 @@ def main(argv: list[str] | None = None) -> None:
     storage.check_readable(args.rollouts, "rollouts")
     total = count_rows(args.rollouts)  # every one is accounted for (check_conservation)
     stage = f"label@{args.name}"
-    admitted = admission(args.name, params, args.rollouts, args.cache)
-    over = frozenset(admitted.excluded) if admitted else frozenset()
+    budget = admission(args.name, params, args.rollouts, args.cache)
+    over = budget.over if budget else frozenset()
     probed = probe(args.name, params, cls, config, args.rollouts, args.cache)  # fails fast on a gate that is fooled
-    timer = StageTimer(stage)
-    with atomic_output(out) as tmp:
-        result = run_pipeline(
-            lambda p: build(p, args.name, params, args.rollouts, tmp, args.cache, args.cache_flush_every, total, over),
-            beam_cfg,
-        )
-        not_applicable = dict(sorted((pop_json(storage.join(tmp, NOT_APPLICABLE_FILE)) or {}).items()))
-        normalize_output(tmp, cls, config)  # scores over the whole run (reward models), before anything reads them
-        check_conservation(stage, tmp, total, not_applicable)
-        usage = counter_totals(result, USAGE_NAMESPACE)
-        failed = count_rejects(tmp).get(JUDGE_CALL_FAILED, 0)
-        check_failed_calls(stage, args.name, params.max_failed_calls, failed, labeled_or_rejected(tmp)[0], usage)
-        check_not_all_errors(stage, tmp)
-        stats = label_stats(tmp, cls)  # the labeler's own summary (e.g. which sandbox ran code) goes in the manifest
-        manifest = write_manifest(
-            tmp,
-            stage=stage,
-            schema=LABEL_V1,
-            config=params,
-            inputs={"rollouts": args.rollouts},
-            extra={
-                "labeler": params.labeler,
-                "labeler_version": cls.version,
-                "not_applicable": not_applicable,
-            }
-            | ({"summary": stats["labeler"]} if "labeler" in stats else {})
-            | ({"probes": probed} if probed else {}),
-        )
-    if args.metrics:
-        budget = {"budget": budget_record(admitted)} if admitted else {}
-        probed_metrics = {"probes": probes.summary(probed)} if probed else {}
-        write_json_atomic(
-            args.metrics,
-            {**stats, "not_applicable": not_applicable, "rejects": manifest["rejects"], "usage": usage}
-            | budget
-            | probed_metrics,
-        )
-    timer.done(manifest)
-    if admitted:
-        report_budget(stage, f"labelers.{args.name}.budget", params.budget, admitted, manifest)
+    run_stage(
+        stage,
+        out,
+        beam_cfg,
+        lambda p, tmp: build(
+            p, args.name, params, args.rollouts, tmp, args.cache, args.cache_flush_every, total, over
+        ),
+        ManifestSpec(
+            LABEL_V1,
+            params,
+            {"rollouts": args.rollouts},
+            extra=lambda done: manifest_extra(params, cls, done.checked, probed),
+        ),
+        check=lambda tmp, result: check_output(stage, args.name, params, cls, config, total, tmp, result),
+        metrics=args.metrics,
+        metrics_record=lambda done, manifest: metrics_record(done.checked, manifest, probed),
+        budget=budget,
+    )
 
 
 if __name__ == "__main__":
