@@ -19,10 +19,11 @@ from rewardmill.transforms.sampling.openai_backend import EndpointPolicy, OpenAI
 from rewardmill.transforms.sampling.params import SamplingParams
 from rewardmill.transforms.sampling.pool import Member, PolicySpec, resolve_pool
 from rewardmill.transforms.sampling.rows import FormBatches, ToRolloutRows
+from rewardmill.transforms.stage.budget import StageBudget
 from rewardmill.transforms.stage.conservation import ConservationError, id_frame, reconcile
 from rewardmill.transforms.stage.outputs import REJECTS_DIR, count_rejects, read_manifest, reject, write_rejects
 from rewardmill.transforms.stage.runner import absolute_args, counter_totals, load_beam_config, recorded, setup_logging
-from rewardmill.transforms.stage.skeleton import ManifestSpec, StageBudget, StageRun, run_stage
+from rewardmill.transforms.stage.skeleton import ManifestSpec, StageRun, run_stage
 
 STAGE = "rollouts"
 log = logging.getLogger("rewardmill")

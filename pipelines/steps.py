@@ -25,10 +25,11 @@ from rewardmill.transforms.io.parquet import ReadStageOutput, WriteSortedParquet
 from rewardmill.transforms.planning.budget import BUDGET_REASON, Budget
 from rewardmill.transforms.sampling.policy import FINGERPRINT_FILE
 from rewardmill.transforms.sampling.pool import unknown_policy
+from rewardmill.transforms.stage.budget import StageBudget
 from rewardmill.transforms.stage.conservation import id_frame, labeled_or_rejected, reconcile
 from rewardmill.transforms.stage.outputs import read_manifest, reject, write_rejects
 from rewardmill.transforms.stage.runner import absolute, absolute_args, counter_totals, load_beam_config, setup_logging
-from rewardmill.transforms.stage.skeleton import Finished, ManifestSpec, StageBudget, run_stage
+from rewardmill.transforms.stage.skeleton import Finished, ManifestSpec, run_stage
 from rewardmill.transforms.steps.beam import NAMESPACE, REJECTED, LabelStepChunks
 from rewardmill.transforms.steps.labeler import StepsConfig
 from rewardmill.transforms.steps.pseudo_reference import AttachPseudoReferences

@@ -1,7 +1,7 @@
 """The stage skeleton, written once: into an atomic output folder, the pipeline, the stage's checks (conservation and
 its own), the manifest and the metrics; then the output in place, the closing line and the budget report.
 
-A stage module admits its budget first (`StageBudget.admit`: its graph leaves out the prompts over budget), then
+A stage module admits its budget first (transforms/stage/budget.py: its graph leaves out the prompts over budget), then
 hands `run_stage` its graph (`build(p, tmp)`), its checks and what its manifest and metrics hold; the order is the
 skeleton's. The checks run before the manifest is written, so a failed check leaves no manifest and renames nothing
 into place (the temp folder is removed), and a manifest always describes a checked output.
@@ -9,14 +9,11 @@ into place (the temp folder is removed), and a manifest always describes a check
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 import apache_beam as beam
 import pyarrow as pa
 
-from rewardmill.transforms.planning.budget import Admission, Budget
-from rewardmill.transforms.planning.report import admit_or_fail, budget_record, report_budget
-from rewardmill.transforms.planning.spend import StagePlan
 from rewardmill.transforms.stage.outputs import atomic_output, write_json_atomic, write_manifest
 from rewardmill.transforms.stage.runner import BeamConfig, StageTimer, run_pipeline
 
@@ -43,29 +40,16 @@ class ManifestSpec:
     extra: dict[str, Any] | Callable[[Finished], dict[str, Any]] = field(default_factory=dict)
 
 
-@dataclass(frozen=True)
-class StageBudget:
-    """A stage's budget admission: which prompts fit (`over`: the others, rejected with reason `budget` by the graph),
-    recorded in the metrics and reported at the end."""
-
-    where: str  # the params key, e.g. "labelers.NAME.budget"
-    budget: Budget
-    admitted: Admission
-
-    @classmethod
-    def admit(cls, where: str, plan: StagePlan, budget: Budget) -> "StageBudget":
-        """The prompts of `plan` that fit `budget`, or a ConfigError naming `where`."""
-        return cls(where, budget, admit_or_fail(where, plan, budget))
-
-    @property
-    def over(self) -> frozenset[str]:
-        return frozenset(self.admitted.excluded)
+class BudgetHooks(Protocol):
+    """A stage's budget as the skeleton uses it (transforms/stage/budget.py `StageBudget`)."""
 
     def record(self) -> dict[str, Any]:
-        return budget_record(self.admitted)
+        """The metrics' `budget`."""
+        ...
 
     def report(self, stage: str, manifest: dict[str, Any]) -> None:
-        report_budget(stage, self.where, self.budget, self.admitted, manifest)
+        """The stage's last line: within budget, or how far it got."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -91,7 +75,7 @@ def run_stage(
     check: Callable[[str, Any], T] = _no_check,
     metrics: str | None = None,
     metrics_record: Callable[[Finished[T], dict[str, Any]], dict[str, Any]] | None = None,
-    budget: StageBudget | None = None,
+    budget: BudgetHooks | None = None,
     log_run: Callable[[StageRun[T]], None] | None = None,
 ) -> StageRun[T]:
     """Run one stage into `out`, whole or not at all:

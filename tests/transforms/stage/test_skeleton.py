@@ -14,10 +14,11 @@ from rewardmill.transforms.io.parquet import WriteSortedParquet
 from rewardmill.transforms.planning.budget import Admission, Budget
 from rewardmill.transforms.planning.spend import Spend
 from rewardmill.transforms.stage import skeleton
+from rewardmill.transforms.stage.budget import StageBudget
 from rewardmill.transforms.stage.conservation import ConservationError
 from rewardmill.transforms.stage.outputs import MANIFEST, reject, write_rejects
 from rewardmill.transforms.stage.runner import BeamConfig
-from rewardmill.transforms.stage.skeleton import ManifestSpec, StageBudget, run_stage
+from rewardmill.transforms.stage.skeleton import ManifestSpec, run_stage
 
 TOY_V1 = pa.schema([("id", pa.string()), ("n", pa.int64())], metadata={"rewardmill.schema": "toy_v1"})
 ROWS = [{"id": "b", "n": 2}, {"id": "a", "n": 1}]
