@@ -41,10 +41,11 @@ from rewardmill.transforms.labelers.judge_base import JUDGE_CALL_FAILED, JudgeLa
 from rewardmill.transforms.labelers.normalize import normalize_output
 from rewardmill.transforms.labelers.params import LabelerParams, resolve
 from rewardmill.transforms.labelers.stats import label_stats
+from rewardmill.transforms.stage.budget import StageBudget
 from rewardmill.transforms.stage.conservation import ConservationError, id_frame, labeled_or_rejected, reconcile
 from rewardmill.transforms.stage.outputs import count_rejects, count_rows, write_rejects
 from rewardmill.transforms.stage.runner import absolute_args, counter_totals, load_beam_config, setup_logging
-from rewardmill.transforms.stage.skeleton import ManifestSpec, StageBudget, run_stage
+from rewardmill.transforms.stage.skeleton import ManifestSpec, run_stage
 
 NOT_APPLICABLE_FILE = "_not_applicable.json"
 
