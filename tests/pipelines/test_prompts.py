@@ -42,7 +42,7 @@ def test_a_latin1_line_is_one_not_utf8_reject_and_the_other_rows_go_on(tmp_path,
 
 def test_a_missing_prompt_file_fails_before_beam_runs(tmp_path, params_file, monkeypatch):
     params_file(file_params(tmp_path / "nope.jsonl"))
-    monkeypatch.setattr(prompts, "run_pipeline", lambda *a: pytest.fail("Beam ran"))
+    monkeypatch.setattr(prompts, "run_stage", lambda *a, **kw: pytest.fail("Beam ran"))
     with pytest.raises(
         SourceError, match=r"prompts.sources\[0\] \(mine0\): .*nope.jsonl: prompt source file not found"
     ):
