@@ -17,77 +17,28 @@ rewardmill plan --json                  # machine-readable
 import argparse
 import json
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
 from rewardmill.pipelines.settings import stage_names
-from rewardmill.schemas import PROMPT_V1, ROLLOUT_V2
-from rewardmill.transforms.config import cache_root as params_cache_root
-from rewardmill.transforms.config import from_dict, load_section, params_hash, read_params
+from rewardmill.schemas import PROMPT_V1
+from rewardmill.transforms.config import load_section, params_hash, read_params
 from rewardmill.transforms.io import storage
 from rewardmill.transforms.io.parquet import read_rows
 from rewardmill.transforms.planning.spend import Prices, StagePlan
+from rewardmill.transforms.planning.stages import (
+    Paths,
+    Rollouts,
+    load_prices,
+    on_disk,
+    plan_label_stage,
+    plan_paths,
+    plan_rollouts_stage,
+)
 from rewardmill.transforms.planning.tokens import TokenCounter
 from rewardmill.transforms.planning.upstream import predicted_rollouts, stale_reasons
 from rewardmill.transforms.stage.outputs import MANIFEST, digest_path, read_manifest
 
-CACHE_FOLDERS = {"rollouts": "rollouts", "label": "labels", "steps": "steps"}  # dvc.yaml: --cache ${cache.root}/...
 NO_CALLS = ("model", "prompts", "assemble", "evaluate", "validate", "export")  # compute only, no model calls
-
-
-@dataclass
-class Paths:
-    """Where the DAG's inputs and the stages' caches are (dvc.yaml's paths by default)."""
-
-    prompts: str = "data/prompts"
-    rollouts: str = "data/rollouts"
-    model: str = "models/policy"
-    rollouts_cache: str | None = None
-    label_cache: str | None = None
-    steps_cache: str | None = None
-
-
-def plan_paths(cache_root: str | None = None, **paths) -> Paths:
-    """dvc.yaml's paths, caches under `cache_root` (default params `cache.root`), with `paths` overriding any."""
-    root = cache_root or params_cache_root(read_params())
-    caches = {f"{kind}_cache": storage.join(root, folder) for kind, folder in CACHE_FOLDERS.items()}
-    return Paths(**(caches | paths))
-
-
-def load_prices() -> Prices:
-    raw = read_params().get("prices")
-    return from_dict(Prices, raw or {}, "prices")
-
-
-def missing(stage: str, unit: str, what: str, target: str) -> StagePlan:
-    plan = StagePlan(stage, unit)
-    plan.notes.append(f"{what} is not built yet: `dvc repro {target}` first (the plan needs its rows)")
-    return plan
-
-
-@dataclass
-class Rollouts:
-    """What the label and steps stages of one plan read: the rollouts on disk while the rollouts stage will not
-    rerun, else the rows it will write (`placeholders` of them not sampled yet). `missing`: (what, dvc target) when
-    neither can be had."""
-
-    rows: list[dict] | None = None
-    policies: dict | None = None  # the manifest's `policies` (what the steps stage reads)
-    placeholders: frozenset[str] = frozenset()  # ids of the rows not sampled yet
-    note: str | None = None
-    missing: tuple[str, str] | None = None
-    max_new_tokens: int = 0  # the longest a placeholder's answer may be
-
-    def plan_missing(self, stage: str, unit: str) -> StagePlan:
-        what, target = self.missing
-        return missing(stage, unit, what, target)
-
-    def annotate(self, plan: StagePlan) -> StagePlan:
-        if self.note:
-            plan.notes.append(self.note)
-        if self.placeholders and plan.send.requests:  # calls on answers not sampled yet: at most this many
-            plan.bound = True
-        return plan
 
 
 def prompts_note(paths: Paths) -> str | None:
@@ -134,51 +85,6 @@ def rollouts_to_plan(paths: Paths, cfg=None) -> Rollouts:
             f"max_new_tokens={cfg.max_new_tokens} tokens, and as the longest step search (an upper bound)"
         )
     return Rollouts(rows, policies_record(members), frozenset(pending), note, max_new_tokens=cfg.max_new_tokens)
-
-
-def plan_rollouts_stage(paths: Paths, prices: Prices, cfg=None) -> StagePlan:
-    from rewardmill.pipelines.rollouts import STAGE, RolloutsConfig
-    from rewardmill.transforms.planning.rollout_plan import plan_rollouts
-
-    cfg = cfg or load_section(RolloutsConfig, STAGE)
-    if not storage.exists(paths.prompts):
-        return missing(STAGE, "(prompt, policy) pairs", paths.prompts, "prompts")
-    if not Path(paths.model).is_dir():
-        return missing(STAGE, "(prompt, policy) pairs", paths.model, "model")
-    members = cfg.pool(paths.model)
-    prompts = read_rows(paths.prompts, PROMPT_V1)
-    return plan_rollouts(cfg, prompts, members, paths.rollouts_cache, prices, TokenCounter(paths.model))
-
-
-def plan_label_stage(
-    name: str,
-    paths: Paths,
-    prices: Prices,
-    params=None,
-    seen: set[str] | None = None,
-    rollouts: Rollouts | None = None,
-) -> StagePlan:
-    """`rollouts`: what the run will hand the stage (`rewardmill plan`); None = the rows at paths.rollouts, as the
-    stage's own budget admission reads them."""
-    from rewardmill.pipelines.label import LabelerParams, resolve
-    from rewardmill.transforms.planning.label_plan import plan_label
-
-    params = params or load_section(LabelerParams, "labelers", key=name)
-    cls, config = resolve(name, params)
-    stage = f"label@{name}"
-    rollouts = rollouts or on_disk(paths)
-    if rollouts.missing:
-        return rollouts.plan_missing(stage, "rollouts")
-    counter = TokenCounter(paths.model)
-    plan = plan_label(stage, cls, config, rollouts.rows, params.tasks, paths.label_cache, prices, counter, seen)
-    return rollouts.annotate(plan)
-
-
-def on_disk(paths: Paths) -> Rollouts:
-    """The rollouts at paths.rollouts as they are."""
-    if not storage.exists(paths.rollouts):
-        return Rollouts(missing=(paths.rollouts, "rollouts"))
-    return Rollouts(read_rows(paths.rollouts, ROLLOUT_V2))
 
 
 def plan_steps_stage(
@@ -242,7 +148,9 @@ def plan_stage(
     `rollouts`: what the label and steps stages will read (default: `rollouts_to_plan`)."""
     kind, _, name = stage.partition("@")
     if stage == "rollouts":
-        plan = plan_rollouts_stage(paths, prices)
+        from rewardmill.pipelines.rollouts import STAGE, RolloutsConfig
+
+        plan = plan_rollouts_stage(paths, prices, load_section(RolloutsConfig, STAGE))
         note = prompts_note(paths)
         if note:
             plan.notes.append(note)

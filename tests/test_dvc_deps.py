@@ -1,0 +1,167 @@
+"""Every stage in dvc.yaml depends on the code its run executes, so a code change can never ship a stale dataset that DVC
+calls up to date.
+
+What a stage runs is derived from the code, not remembered:
+- its command `rewardmill run STAGE` runs the stage module `cli.STAGES[STAGE]` (pipelines/cli.py only dispatches:
+  it parses `run STAGE ARGS` and calls the module's `main(ARGS)`, so its other subcommands are not followed);
+- every `rewardmill.*` module those import, anywhere in a module (function bodies included: the judge and sampling
+  backends a factory picks at run time), or name in a string (a runner Beam loads by its path), transitively;
+- the package data of each package it runs (the gold packs, the viewer's page, the sandbox's programs);
+- for `label@KEY`, the labeler params `labelers.KEY.labeler` names and every inner labeler its config names (an
+  appeal's rule, a tier, a panelist). The labeler registry (transforms/labelers/__init__.py) imports every built-in
+  labeler to look one up by name; a stage runs only those its params name, so the registry's own imports are not
+  followed (its own code is).
+
+A module is covered when a dep of the stage is that file or a folder above it.
+"""
+
+import ast
+import tomllib
+from functools import cache
+from pathlib import Path
+
+import pytest
+import yaml
+
+from rewardmill.pipelines.cli import STAGES
+from tests.conftest import REPO
+
+PACKAGE_FOLDERS = {"rewardmill.rewards": "transforms/rewards", "rewardmill": ""}  # the rest: rewardmill.<folder path>
+REGISTRY = REPO / "transforms" / "labelers" / "__init__.py"
+
+
+def module_file(name: str) -> Path | None:
+    """The source file of module `rewardmill.a.b` (a.py or a/b/__init__.py), or None when there is none."""
+    prefix = "rewardmill.rewards" if name.startswith("rewardmill.rewards") else "rewardmill"
+    parts = [p for p in name.removeprefix(prefix).split(".") if p]
+    base = REPO / PACKAGE_FOLDERS[prefix] if prefix != "rewardmill" else REPO
+    for candidate in (base.joinpath(*parts).with_suffix(".py"), base.joinpath(*parts, "__init__.py")):
+        if parts and candidate.is_file():
+            return candidate
+    return None
+
+
+def named_modules(name: str) -> set[Path]:
+    """The files that importing `name` runs: its module (for `pkg.module.Class`, the module) and its packages'
+    `__init__.py`."""
+    parts = name.split(".")
+    found = set()
+    for end in range(2, len(parts) + 1):
+        path = module_file(".".join(parts[:end]))
+        if path is not None:
+            found.add(path)
+    return found
+
+
+@cache
+def imports(path: Path) -> frozenset[Path]:
+    """Project files `path` imports or names (a `rewardmill.*` string), anywhere in its body."""
+    found: set[Path] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        names: list[str] = []
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names = [node.module, *(f"{node.module}.{alias.name}" for alias in node.names)]
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and " " not in node.value:
+            names = [node.value.split(":")[0]]  # "module:Class" (entry points) or "module.Class"
+        for name in names:
+            if name.startswith("rewardmill."):
+                found |= named_modules(name)
+    found.discard(path)
+    return frozenset(found)
+
+
+def package_data() -> dict[Path, list[Path]]:
+    """Package folder -> the data files pyproject.toml ships with it (read at run time, never imported)."""
+    setup = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]
+    data: dict[Path, list[Path]] = {}
+    for package, patterns in setup.get("package-data", {}).items():
+        folder = module_file(package).parent
+        data[folder] = sorted(f for pattern in patterns for f in folder.glob(pattern) if f.is_file())
+    return data
+
+
+def runs(*start: Path) -> set[Path]:
+    """`start` and everything it runs: the import closure (the registry's own imports not followed), plus package data."""
+    seen: set[Path] = set()
+    todo = list(start)
+    while todo:
+        path = todo.pop()
+        if path in seen:
+            continue
+        seen.add(path)
+        if path != REGISTRY:
+            todo += imports(path) - seen
+    data = package_data()
+    return seen | {f for folder, files in data.items() if any(p.parent == folder for p in seen) for f in files}
+
+
+def inner_labelers(config) -> set[str]:
+    """Registry keys named as `labeler` anywhere in a labeler's config (appeals, tiers, panelists)."""
+    if isinstance(config, dict):
+        named = {config["labeler"]} if isinstance(config.get("labeler"), str) else set()
+        return named.union(*(inner_labelers(v) for v in config.values()))
+    if isinstance(config, list):
+        return set().union(*(inner_labelers(v) for v in config))
+    return set()
+
+
+def labeler_files(keys: set[str]) -> set[Path]:
+    from rewardmill.transforms.labelers import LABELERS
+
+    return {Path(__import__("inspect").getsourcefile(LABELERS[key])).resolve() for key in keys}
+
+
+def stages() -> list[tuple[str, list[str], set[Path]]]:
+    """(stage name, its deps, the files its run executes) for every stage dvc.yaml defines, foreach entries expanded."""
+    dvc = yaml.safe_load((REPO / "dvc.yaml").read_text())
+    params = yaml.safe_load((REPO / "params.yaml").read_text())
+    out = []
+    for name, stage in dvc["stages"].items():
+        if "foreach" in stage:
+            section = stage["foreach"].strip("${}")
+            for key, entry in params[section].items():
+                body = stage["do"]
+                command = body["cmd"].split()
+                start = {module_file(STAGES[command[2]])}
+                if section == "labelers":
+                    start |= labeler_files({entry["labeler"], *inner_labelers(entry.get("config") or {})})
+                deps = [d.replace("${item.labeler}", entry.get("labeler", "")).replace("${key}", key) for d in body["deps"]]
+                out.append((f"{name}@{key}", deps, runs(*start)))
+        else:
+            command = stage["cmd"].split()
+            assert command[:2] == ["rewardmill", "run"], f"{name}: {stage['cmd']}"
+            out.append((name, stage["deps"], runs(module_file(STAGES[command[2]]))))
+    return out
+
+
+def uncovered(deps: list[str], files: set[Path]) -> list[str]:
+    declared = [(REPO / d).resolve() for d in deps]
+    return sorted(
+        str(f.relative_to(REPO)) for f in files if not any(f == d or d in f.parents for d in declared)
+    )
+
+
+@pytest.mark.parametrize(("stage", "deps", "files"), stages(), ids=lambda v: v if isinstance(v, str) else "")
+def test_the_stage_depends_on_the_code_it_runs(stage, deps, files):
+    missing = uncovered(deps, files)
+    assert not missing, f"{stage}: dvc.yaml misses deps on code its run executes: {missing}"
+
+
+def test_the_walk_finds_code_reached_only_at_run_time():
+    """The closure follows what a judge and a stage reach lazily: the judge backends (imported inside the factory),
+    the local generation they call, the Dask runner Beam loads by its path, and the sandbox programs shipped as data."""
+    judges = runs(labeler_files({"pointwise_judge"}).pop())
+    rel = {str(p.relative_to(REPO)) for p in judges}
+    assert {"transforms/judges/transformers_client.py", "transforms/sampling/transformers_generate.py"} <= rel
+    label = {str(p.relative_to(REPO)) for p in runs(REPO / "pipelines" / "label.py")}
+    assert "transforms/stage/dask_runner.py" in label
+    assert not any(p.endswith("/pointwise_judge.py") for p in label)  # the registry's imports are not followed
+
+
+def test_a_missing_dep_is_found():
+    """The check can fail: the label stage's deps without the judges' folder miss a module a judge runs."""
+    name, deps, files = next(s for s in stages() if s[0] == "label@appeal")
+    assert uncovered(deps, files) == []
+    assert "transforms/judges/client.py" in uncovered([d for d in deps if d != "transforms/judges"], files)
