@@ -21,14 +21,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from rewardmill.pipelines.label import LabelerParams, resolve
 from rewardmill.transforms.config import ConfigError, from_dict, read_params, to_plain
 from rewardmill.transforms.evaluation.audit import measure, share, text_table
 from rewardmill.transforms.evaluation.gold_packs import PACKS_DIR, GoldPackError, GoldRow, load_packs, rows_for
 from rewardmill.transforms.labelers import LABELERS, UnknownLabeler
 from rewardmill.transforms.labelers.base import uses_groups
 from rewardmill.transforms.labelers.cache import call_cache_dir
+from rewardmill.transforms.labelers.contract import CallCachingLabeler, declared_tasks, has_hook, tear_down
 from rewardmill.transforms.labelers.judge_base import JudgeLabeler
+from rewardmill.transforms.labelers.params import LabelerParams, resolve
 from rewardmill.transforms.labelers.reward_model import RewardModelScorer
 from rewardmill.transforms.labelers.tiered import TieredVerifier, resolve_tiers
 from rewardmill.transforms.stage.outputs import write_json_atomic
@@ -72,10 +73,10 @@ def audit_labeler(
     if uses_groups(cls, config):
         return {**head, "skipped": "compares the rollouts of a prompt: gold rows are single completions"}
     labeler = cls(config)
-    if cache_dir and model_based and callable(getattr(labeler, "set_call_cache", None)):
+    if cache_dir and model_based and has_hook(labeler, CallCachingLabeler):
         labeler.set_call_cache(call_cache_dir(cache_dir))
-    tasks = params.tasks if params.tasks is not None else getattr(labeler, "tasks", None)
-    tasks_of = {k: getattr(c, "tasks", None) for k, c in LABELERS.items()}
+    tasks = params.tasks if params.tasks is not None else declared_tasks(labeler)
+    tasks_of = {k: declared_tasks(c) for k, c in LABELERS.items()}
     chosen, how, left_out = rows_for(rows, params.labeler, tasks, to_plain(config), tasks_of)
     head |= {"tasks": None if tasks is None else list(tasks), "rows_from": how}
     if not chosen:
@@ -87,8 +88,7 @@ def audit_labeler(
     try:
         result = measure(labeler, chosen, confidence)
     finally:
-        if callable(getattr(labeler, "teardown", None)):
-            labeler.teardown()
+        tear_down(labeler)
     left_out = {**left_out, **{k: left_out.get(k, 0) + n for k, n in result.pop("left_out").items()}}
     return {**head, "packs": sorted({r.pack for r in chosen}), **result, "left_out": left_out}
 

@@ -39,6 +39,7 @@ from rewardmill.transforms.io.parquet import PARQUET_OPTIONS, WriteSortedParquet
 from rewardmill.transforms.io.parquet import read_rows as read_stage_rows
 from rewardmill.transforms.labelers import get_labeler_class
 from rewardmill.transforms.labelers.beam import NOT_APPLICABLE, REJECTED, LabelAll, LabelRollouts
+from rewardmill.transforms.labelers.contract import declared_tasks
 from rewardmill.transforms.labelers.normalize import normalize_output
 from rewardmill.transforms.stage.outputs import REJECTS_DIR, reject, write_rejects
 from rewardmill.transforms.stage.runner import BeamConfig, pipeline_options, setup_logging
@@ -154,7 +155,7 @@ def unlabelable(row: dict[str, Any], reads: tuple[str, ...]) -> tuple[str, str] 
 def check_rows(rows: list[dict[str, Any]], labeler) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """(rows to label, rejects). Rows of a task the labeler does not handle pass (the labeling counts them as not
     applicable, as the label stage does), whatever columns they have."""
-    tasks = getattr(labeler, "tasks", None)
+    tasks = declared_tasks(labeler)
     kept, rejects = [], []
     seen: dict[Any, int] = {}  # rollout_id -> the row that has it
     for row in rows:

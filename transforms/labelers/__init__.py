@@ -1,13 +1,15 @@
 """The labeler registry: params.yaml names labelers by these keys.
 
 External packages add labelers through the `rewardmill.labelers` entry-point group (name = key,
-value = "module:Class"); built-ins win on a name clash.
+value = "module:Class"); built-ins win on a name clash. An entry point's class is checked against the `Labeler`
+Protocol (contract.py) when it is loaded; it subclasses nothing.
 """
 
 from importlib.metadata import entry_points
 
 from rewardmill.transforms.errors import UserError
 from rewardmill.transforms.labelers.code_tests import CodeTestsVerifier
+from rewardmill.transforms.labelers.contract import check_labeler
 from rewardmill.transforms.labelers.format import FormatVerifier
 from rewardmill.transforms.labelers.instruction_following import InstructionFollowingVerifier
 from rewardmill.transforms.labelers.length import LengthPenaltyVerifier
@@ -55,6 +57,6 @@ def get_labeler_class(key: str):
         return LABELERS[key]
     for ep in entry_points(group=ENTRY_POINT_GROUP):
         if ep.name == key:
-            return ep.load()
+            return check_labeler(ep.load(), f"labeler entry point {ep.name!r} ({ep.value}, group {ENTRY_POINT_GROUP})")
     known = sorted({*LABELERS, *(ep.name for ep in entry_points(group=ENTRY_POINT_GROUP))})
     raise UnknownLabeler(f"unknown labeler {key!r}; known: {known}")

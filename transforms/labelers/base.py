@@ -4,6 +4,7 @@ from dataclasses import dataclass
 
 from rewardmill.schemas.label import VERDICTS
 from rewardmill.transforms.io import timings
+from rewardmill.transforms.labelers.contract import BatchLabeler, GroupChoosingLabeler, GroupLabeler, has_hook
 
 
 @dataclass(frozen=True)
@@ -67,11 +68,11 @@ def safe_label(labeler, values: tuple) -> Label:
 
 def label_values(labeler, rows: list[tuple], on_label=None) -> list[Label]:
     """Labels for rows of the labeler's `reads` values, in order: `label_many` (parallel inside the labeler) when it
-    has one and there is more than one row, else one by one with `safe_label`. When `label_many` raises, the rows
-    are labeled one by one, so only the failing rows get an error label. `on_label(i, label)` sees each label as
-    soon as it exists (a cache keeps what a killed run finished)."""
+    has one (BatchLabeler) and there is more than one row, else one by one with `safe_label`. When `label_many`
+    raises, the rows are labeled one by one, so only the failing rows get an error label. `on_label(i, label)` sees
+    each label as soon as it exists (a cache keeps what a killed run finished)."""
     labels = None
-    if len(rows) > 1 and callable(getattr(labeler, "label_many", None)):
+    if len(rows) > 1 and has_hook(labeler, BatchLabeler):
         try:
             with timings.timed("labeler"):
                 labels = list(labeler.label_many(rows))
@@ -109,9 +110,8 @@ def resolve_labeler(key: str, config: dict, where: str):
 
 
 def uses_groups(labeler_cls, config) -> bool:
-    """Whether the labeler sees a prompt's rollouts together: it has `label_group`, and its `groups(config)` (when
-    it has one: a reward model only in pairwise mode) says so."""
-    if not callable(getattr(labeler_cls, "label_group", None)):
+    """Whether the labeler sees a prompt's rollouts together: it has `label_group` (GroupLabeler), and its
+    `groups(config)` (when it has one, GroupChoosingLabeler: a reward model only in pairwise mode) says so."""
+    if not has_hook(labeler_cls, GroupLabeler):
         return False
-    groups = getattr(labeler_cls, "groups", None)
-    return bool(groups(config)) if callable(groups) else True
+    return bool(labeler_cls.groups(config)) if has_hook(labeler_cls, GroupChoosingLabeler) else True

@@ -7,6 +7,7 @@ import apache_beam as beam
 from rewardmill.transforms.io.progress import Progress
 from rewardmill.transforms.labelers.base import as_labels, label_row, uses_groups
 from rewardmill.transforms.labelers.cache import LabelCache, call_cache_dir, label_group_with_cache, label_with_cache
+from rewardmill.transforms.labelers.contract import CallCachingLabeler, declared_tasks, has_hook, tear_down, usage_of
 from rewardmill.transforms.planning.budget import BUDGET_REASON
 from rewardmill.transforms.stage.outputs import reject
 
@@ -81,7 +82,7 @@ class LabelRollouts(beam.DoFn):
 
     def setup(self):
         self.labeler = self.labeler_cls(self.config)
-        if self.cache_dir and callable(getattr(self.labeler, "set_call_cache", None)):
+        if self.cache_dir and has_hook(self.labeler, CallCachingLabeler):
             # Model-based labelers also cache every model call (by content hash) beside the label cache.
             self.labeler.set_call_cache(call_cache_dir(self.cache_dir))
         self.progress = Progress(f"label@{self.key}", self.total, unit="rollout")
@@ -106,7 +107,7 @@ class LabelRollouts(beam.DoFn):
 
     def _skip(self, row: dict):
         """The tagged output for a row this labeler does not label (other task, missing column), else None."""
-        tasks = self.tasks if self.tasks is not None else getattr(self.labeler, "tasks", None)
+        tasks = self.tasks if self.tasks is not None else declared_tasks(self.labeler)
         # A row without a task (a plain file labeled with `rewardmill label`) is not routed.
         if tasks and row.get("task") is not None and row["task"] not in tasks:
             beam.metrics.Metrics.counter("label", "not_applicable").inc()
@@ -149,7 +150,7 @@ class LabelRollouts(beam.DoFn):
 
     def _count_usage(self) -> None:
         """Judge calls and tokens since the last batch, as Beam counters (summed over workers by the runner)."""
-        usage = self.labeler.usage() if callable(getattr(self.labeler, "usage", None)) else None
+        usage = usage_of(self.labeler)
         for name, total in (usage or {}).items():
             delta = total - self._usage_seen.get(name, 0)
             if delta:
@@ -180,8 +181,8 @@ class LabelRollouts(beam.DoFn):
         if self.cache is not None:
             self.cache.flush()
             log.info("label@%s: cache %d hits, %d computed", self.key, self.cache.hits, self.cache.misses)
-        usage = self.labeler.usage() if callable(getattr(self.labeler, "usage", None)) else None
+        usage = usage_of(self.labeler)
         if usage is not None:
             log.info("label@%s: judge calls %s", self.key, usage)
-        if self.labeler is not None and hasattr(self.labeler, "teardown"):
-            self.labeler.teardown()
+        if self.labeler is not None:
+            tear_down(self.labeler)

@@ -22,6 +22,7 @@ from rewardmill.transforms.io import storage, timings
 from rewardmill.transforms.io.segments import SegmentStore
 from rewardmill.transforms.labelers.base import Label, as_labels, label_values
 from rewardmill.transforms.labelers.code_digest import code_digest
+from rewardmill.transforms.labelers.contract import ModelNamingConfig, has_hook
 
 UNCACHED_VERDICTS = ("timeout", "error")
 
@@ -65,7 +66,7 @@ def cache_identity(config: Any) -> dict[str, list[str]]:
             else:
                 models.add(f"{value.kind}|{model_identity(value.model, value.dtype)}")
             return
-        if callable(getattr(value, "model_identity", None)) and not isinstance(value, type):
+        if has_hook(value, ModelNamingConfig) and not isinstance(value, type):
             models.add(value.model_identity())  # a config that names its own model (a reward model's fingerprint)
         inner = _inner_labeler(value)
         if inner is not None:

@@ -7,20 +7,20 @@ import polars as pl
 from rewardmill.schemas import LABEL_V1
 from rewardmill.transforms.io.frames import frame_to_table
 from rewardmill.transforms.io.parquet import list_shards, read_table, write_table
+from rewardmill.transforms.labelers.contract import RunNormalizingLabeler, has_hook
 
 
 def normalize_output(directory: str, labeler_cls, config) -> bool:
-    """Apply the labeler's `normalize_run` to the label shards in `directory` (local or a FileSystems URL); False
-    when it has none."""
-    hook = getattr(labeler_cls, "normalize_run", None)
-    if not callable(hook):
+    """Apply the labeler's `normalize_run` (RunNormalizingLabeler) to the label shards in `directory` (local or a
+    FileSystems URL); False when it has none."""
+    if not has_hook(labeler_cls, RunNormalizingLabeler):
         return False
     paths = list_shards(directory)
     frames = [pl.from_arrow(read_table(path, LABEL_V1)) for path in paths]
     if not frames:
         return True
     before = pl.concat(frames)
-    whole = hook(before, config)
+    whole = labeler_cls.normalize_run(before, config)
     if whole["rollout_id"].to_list() != before["rollout_id"].to_list():
         raise ValueError(f"{labeler_cls.__name__}.normalize_run changed the rows; it may change values only")
     offset = 0

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from rewardmill.transforms.judges.client import BackendConfig, JudgeRequest, JudgeResponse, Sampling
 from rewardmill.transforms.judges.reference import TOP_LOGPROBS, build_equivalence, parse_yes_no, response_p_yes
 from rewardmill.transforms.labelers.base import Label, resolve_labeler, safe_label
+from rewardmill.transforms.labelers.contract import declared_tasks
 from rewardmill.transforms.labelers.judge_base import (
     JudgeLabeler,
     call_failed,
@@ -73,6 +74,8 @@ def _label_dict(label: Label) -> dict:
 class ReferenceJudge(JudgeLabeler):
     name = "reference_judge"
     version = "3"  # 2: a hedged rule verdict is final (never appealed); 3: no substance = 0.0 without a call
+    reads: tuple[str, ...] = ("messages", "completion", "reference")  # per instance: then the rule verifier's
+    tasks: tuple[str, ...] | None = None  # per instance: the rule verifier's tasks in appeal mode
     Config = ReferenceJudgeConfig
 
     def __init__(self, config: ReferenceJudgeConfig | None = None):
@@ -82,7 +85,7 @@ class ReferenceJudge(JudgeLabeler):
         own = ("messages", "completion", "reference")
         # Per instance: the rule verifier's columns follow the judge's own, in its order.
         self.reads = own + tuple(c for c in (self.rule.reads if self.rule else ()) if c not in own)
-        self.tasks = getattr(self.rule, "tasks", None) if self.rule else None
+        self.tasks = declared_tasks(self.rule) if self.rule else None
 
     def request(self, messages, completion: str, reference: str) -> JudgeRequest:
         cfg = self.config

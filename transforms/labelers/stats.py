@@ -1,8 +1,9 @@
 """Dataset statistics of one label stage's output, for its DVC metrics file (folder in, plain dict out).
 
 Every labeler gets counts by verdict, the share of null scores and the mean score and confidence; a labeler class
-with a `summarize(labels: list[dict]) -> dict` classmethod (judges: swap consistency, panel agreement, appeals)
-adds its own section under `labeler`. Floats are rounded to 6 digits so `dvc metrics diff` shows real changes.
+with a `summarize(labels: list[dict]) -> dict` classmethod (SummarizingLabeler; judges: swap consistency, panel
+agreement, appeals) adds its own section under `labeler`. Floats are rounded to 6 digits so `dvc metrics diff`
+shows real changes.
 """
 
 from collections import Counter
@@ -10,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from rewardmill.transforms.io.parquet import read_rows
+from rewardmill.transforms.labelers.contract import SummarizingLabeler, has_hook
 
 DIGITS = 6
 
@@ -28,7 +30,6 @@ def label_stats(directory: str | Path, labeler_cls=None) -> dict[str, Any]:
         "mean_score": _mean(scores),
         "mean_confidence": _mean([r["confidence"] for r in labels]),
     }
-    summarize = getattr(labeler_cls, "summarize", None)
-    if callable(summarize):
-        stats["labeler"] = summarize(labels)
+    if has_hook(labeler_cls, SummarizingLabeler):
+        stats["labeler"] = labeler_cls.summarize(labels)
     return stats

@@ -11,6 +11,7 @@ import json
 from dataclasses import dataclass, field
 
 from rewardmill.transforms.labelers.base import Label, resolve_labeler, safe_label
+from rewardmill.transforms.labelers.contract import declared_tasks, tear_down
 
 
 @dataclass(frozen=True)
@@ -66,7 +67,7 @@ class TieredVerifier:
         self.config = config or TieredConfig()
         self.labelers = [cls(cfg) for cls, cfg in resolve_tiers(self.config)]
         self.reads = tuple(dict.fromkeys(c for lab in self.labelers for c in lab.reads))
-        task_sets = [set(t) for lab in self.labelers if (t := getattr(lab, "tasks", None))]
+        task_sets = [set(t) for lab in self.labelers if (t := declared_tasks(lab))]
         if task_sets:
             common = set.intersection(*task_sets)
             if not common:
@@ -116,5 +117,4 @@ class TieredVerifier:
 
     def teardown(self) -> None:
         for labeler in self.labelers:
-            if hasattr(labeler, "teardown"):
-                labeler.teardown()
+            tear_down(labeler)

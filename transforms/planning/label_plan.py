@@ -7,6 +7,7 @@ from collections import defaultdict
 
 from rewardmill.transforms.labelers.base import safe_label, uses_groups
 from rewardmill.transforms.labelers.cache import LabelCache, call_cache_dir, record_key
+from rewardmill.transforms.labelers.contract import CallCachingLabeler, declared_tasks, has_hook, tear_down
 from rewardmill.transforms.planning.judge_calls import CallRecorder, counting_calls
 from rewardmill.transforms.planning.spend import Prices, StagePlan
 from rewardmill.transforms.planning.tokens import TokenCounter
@@ -39,10 +40,10 @@ def plan_label(
     cache = LabelCache(cache_dir, labeler_cls, config) if cache_dir else None
     with counting_calls(recorder):
         labeler = labeler_cls(config)
-        calls_model = callable(getattr(labeler, "set_call_cache", None))
+        calls_model = has_hook(labeler, CallCachingLabeler)  # a labeler that calls a model caches its calls
         if cache_dir and calls_model:
             labeler.set_call_cache(call_cache_dir(cache_dir))
-        tasks = tasks if tasks is not None else getattr(labeler, "tasks", None)
+        tasks = tasks if tasks is not None else declared_tasks(labeler)
         mine = sorted(applicable(rows, tasks, labeler.reads), key=lambda r: (r["prompt_id"], r["rollout_id"]))
         plan.rows = len(mine)
         if uses_groups(labeler_cls, config):
@@ -66,8 +67,7 @@ def plan_label(
                 elif calls_model:
                     recorder.group = row["prompt_id"]
                     safe_label(labeler, values)
-        if hasattr(labeler, "teardown"):
-            labeler.teardown()
+        tear_down(labeler)
     if not calls_model and plan.rows > plan.rows_cached:
         plan.notes.append(f"{plan.rows - plan.rows_cached} rollouts computed in-process (no model calls)")
     if tokens.estimated:

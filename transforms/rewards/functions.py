@@ -25,6 +25,7 @@ from rewardmill.transforms.labelers.cache import (
     label_with_cache,
     record_key,
 )
+from rewardmill.transforms.labelers.contract import CallCachingLabeler, declared_tasks, has_hook, tear_down
 from rewardmill.transforms.labelers.params import LabelerParams, resolve
 
 # Columns the call itself provides; everything else a labeler reads must be a dataset column.
@@ -123,13 +124,13 @@ class LabelerReward:
             self._labeler = self.labeler_cls(self.config)
             if self.cache_dir:
                 self._cache = LabelCache(self.cache_dir, self.labeler_cls, self.config, self.flush_every)
-                if callable(getattr(self._labeler, "set_call_cache", None)):
+                if has_hook(self._labeler, CallCachingLabeler):
                     self._labeler.set_call_cache(call_cache_dir(self.cache_dir))
         return self._labeler
 
     @property
     def tasks(self) -> tuple[str, ...] | None:
-        tasks = self.params.tasks if self.params.tasks is not None else getattr(self.labeler_cls, "tasks", None)
+        tasks = self.params.tasks if self.params.tasks is not None else declared_tasks(self.labeler_cls)
         return tuple(tasks) if tasks else None
 
     def check_columns(self, columns: Iterable[str]) -> None:
@@ -195,8 +196,8 @@ class LabelerReward:
         """Flush the cache and stop the labeler's helpers (sandboxes, verifier processes)."""
         if self._cache is not None:
             self._cache.flush()
-        if self._labeler is not None and hasattr(self._labeler, "teardown"):
-            self._labeler.teardown()
+        if self._labeler is not None:
+            tear_down(self._labeler)
         self._labeler = None
 
 
