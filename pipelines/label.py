@@ -136,7 +136,9 @@ def probe(name: str, params: LabelerParams, cls, config, rollouts_dir: str, cach
     if not issubclass(cls, JudgeLabeler) or params.probe_prompts <= 0:
         return None
     labeler = cls(config)
-    tasks = params.tasks if params.tasks is not None else getattr(labeler, "tasks", None)  # as LabelRollouts routes
+    from rewardmill.transforms.labelers.contract import declared_tasks  # to join the module's imports
+
+    tasks = params.tasks if params.tasks is not None else declared_tasks(labeler)  # as LabelRollouts routes
     report = probes.probe_judge(
         labeler,
         rollouts_dir,
