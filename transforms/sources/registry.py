@@ -15,6 +15,7 @@ class PromptSource(Protocol):
     """What the prompts stage needs of a source kind."""
 
     name: str
+    task: str  # the task of a record that names none (a params key where a kind lets users choose it)
 
     def check(self) -> None:
         """Raise what reading would fail on at once (a missing file), before the pipeline is built."""
@@ -30,6 +31,7 @@ class ArithmeticSource:
     count: int = 64  # how many problems
     seed: int = 0
     levels: tuple[int, ...] = (1, 2, 3, 4)  # difficulty levels, cycled
+    task = "math"  # not a params key: every problem is a math task
 
     def check(self) -> None:
         """Nothing to check: built in."""
@@ -152,5 +154,6 @@ def check_sources(sources: list[PromptSource], params: str) -> None:
             raise SourceError(f"{where}prompts.sources[{i}] ({source.name}): {exc}") from exc
 
 
-def default_task(source) -> str:
-    return getattr(source, "task", "math")
+def default_task(source: PromptSource) -> str:
+    """The task of the source's records that name none."""
+    return source.task

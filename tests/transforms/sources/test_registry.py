@@ -144,6 +144,9 @@ def test_file_records(tmp_path):
         ({"name": "f", "kind": "file", "path": "p", "task": "instruction"}, "instruction"),
         # an hf source's own task
         ({"name": "h", "kind": "hf", "dataset": "d", "task": "code"}, "code"),
+        # humaneval and code_basics declare theirs: every record is a code task
+        ({"name": "e", "kind": "humaneval"}, "code"),
+        ({"name": "c", "kind": "code_basics"}, "code"),
     ],
 )
 def test_default_task(raw, expected):
