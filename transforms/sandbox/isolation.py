@@ -1,11 +1,11 @@
 """How a sandboxed command is wrapped: bubblewrap, `unshare`, or (only when allowed) nothing. Pure command builders.
 
-Every mechanism runs the same in-sandbox bootstrap (`BOOTSTRAP`): it drops root to the sandbox uid, sets the
-resource limits, then runs the code. RLIMIT_NPROC must be set *inside* the new namespaces: the kernel counts
-processes per (user namespace, uid), so a limit set before bwrap creates its namespace would also cap every other
-sandbox of the same uid, and a process whose uid is root outside is never held to RLIMIT_NPROC at all. The other
-limits are set there too rather than in a `preexec_fn`: a preexec_fn makes subprocess fork() the whole parent
-instead of vfork() (~20 ms per run once torch is imported) and is unsafe with threads; nothing untrusted runs
+Every mechanism runs the same in-sandbox bootstrap (`BOOTSTRAP`, programs/bootstrap.py): it drops root to the
+sandbox uid, sets the resource limits, then runs the code. RLIMIT_NPROC must be set *inside* the new namespaces: the
+kernel counts processes per (user namespace, uid), so a limit set before bwrap creates its namespace would also cap
+every other sandbox of the same uid, and a process whose uid is root outside is never held to RLIMIT_NPROC at all.
+The other limits are set there too rather than in a `preexec_fn`: a preexec_fn makes subprocess fork() the whole
+parent instead of vfork() (~20 ms per run once torch is imported) and is unsafe with threads; nothing untrusted runs
 before the bootstrap, so the code is limited from its first instruction either way.
 
 - bwrap (Debian `bubblewrap`): new net, pid, ipc, uts and cgroup namespaces; a root made of read-only binds of
@@ -28,27 +28,15 @@ import subprocess
 from dataclasses import dataclass
 from functools import lru_cache
 
+from rewardmill.transforms.sandbox.programs import bootstrap, source
+
 MECHANISMS = ("bwrap", "unshare", "none")
 SANDBOX_DIR = "/sandbox"  # cwd inside bwrap
 ENV_PATH = "/usr/local/bin:/usr/bin:/bin"
 
 # argv after `-c BOOTSTRAP`: drop_uid drop_gid ('-' = keep), then the limits (cpu_seconds address_space_bytes
 # file_size_bytes open_files processes), then the script, which runs as __main__ once all of them are set.
-BOOTSTRAP = (
-    "import os,sys,resource as r\n"
-    "u,g,c,a,f,o,n,s=sys.argv[1:9]\n"
-    "if u!='-':os.setgroups([]);os.setgid(int(g));os.setuid(int(u))\n"
-    "for k,v in ((r.RLIMIT_CPU,(int(c),int(c)+1)),(r.RLIMIT_AS,(int(a),)*2),(r.RLIMIT_FSIZE,(int(f),)*2),"
-    "(r.RLIMIT_NOFILE,(int(o),)*2),(r.RLIMIT_NPROC,(int(n),)*2),(r.RLIMIT_CORE,(0,0))):r.setrlimit(k,v)\n"
-    "sys.argv=[s]\n"
-    "__file__=s\n"
-    # `-S` skips site, and with it the exit()/quit() builtins programs end with: the same objects, site-packages off
-    "import builtins as b,_sitebuiltins as q\n"
-    "b.exit=q.Quitter('exit','Ctrl-D (i.e. EOF)');b.quit=q.Quitter('quit','Ctrl-D (i.e. EOF)')\n"
-    "del u,g,c,a,f,o,n,s,k,v,os,sys,r,b,q\n"
-    # runs in this __main__ module, as `python main.py` would (runpy would cost ~40 ms of imports per run)
-    "exec(compile(open(__file__,'rb').read(),__file__,'exec'))\n"
-)
+BOOTSTRAP = source(bootstrap)  # programs/bootstrap.py, run as `python -c BOOTSTRAP`
 
 
 @dataclass(frozen=True)

@@ -29,12 +29,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rewardmill.transforms.sandbox import isolation as iso
+from rewardmill.transforms.sandbox.programs import probe, source
 
 EXIT_GRACE_SECONDS = 0.5  # after the main process exits, how long stray children may keep its pipes open
 # (first, count): per-run uids, far above login accounts (< 65536) and the usual /etc/subuid ranges
 RUN_UIDS = (1_900_000_000, 1 << 20)
 KILL_WAIT_SECONDS = 2.0  # after the kill, how long to wait for the sandbox's processes to be gone
-PROBE = "import socket\nprint(sorted(n for _, n in socket.if_nameindex()))\n"
+PROBE = source(probe)  # programs/probe.py: prints the network interfaces the sandbox sees
 
 
 class SandboxUnavailable(RuntimeError):

@@ -7,21 +7,13 @@ label cache's code digest (transforms/labelers/code_digest.py) and the label sta
 
 import json
 import re
-from functools import cache
-from pathlib import Path
 from types import ModuleType
 
-from rewardmill.transforms.sandbox.programs import channel, codec, completion_side, tests_side
+from rewardmill.transforms.sandbox.programs import channel, codec, completion_side, source, tests_side
 
 BUNDLED = "# bundled:"
 SHARED = {"channel": channel, "codec": codec}  # what a program's `from .<name> import ...  # bundled:` inlines
 SHARED_IMPORT = re.compile(r"from \.(\w+) import ")
-
-
-@cache
-def source(module: ModuleType) -> str:
-    """The text of a program's file, as the sandbox runs it."""
-    return Path(module.__file__).read_text(encoding="utf-8")
 
 
 def _bundle(program: ModuleType, spec: dict) -> str:

@@ -29,5 +29,19 @@ Lines: the tests' process writes `C <request>` for the completion and `R <report
 writes `c <line>` for each line of the completion's and `r {"dead": why, "timeout": bool}` once it has killed the
 completion or seen it exit, to the tests' stdin.
 
-Stdlib only, and nothing at import time but definitions: the tests import these modules in process.
+bootstrap.py (the first code in every sandbox: uid, limits, then the script) and probe.py (what a mechanism must show
+before it is used: no network) are the runner's own programs.
+
+Stdlib only, and nothing runs at import time: the tests import these modules in process, and the modules that run
+them import them so that the label cache's code digest covers their files (transforms/labelers/code_digest.py).
 """
+
+from functools import cache
+from pathlib import Path
+from types import ModuleType
+
+
+@cache
+def source(program: ModuleType) -> str:
+    """The text of a program's file, which is what the sandbox runs."""
+    return Path(program.__file__).read_text(encoding="utf-8")
