@@ -41,6 +41,7 @@ from rewardmill.transforms.labelers.judge_base import JUDGE_CALL_FAILED, JudgeLa
 from rewardmill.transforms.labelers.normalize import normalize_output
 from rewardmill.transforms.labelers.params import LabelerParams, resolve
 from rewardmill.transforms.labelers.stats import label_stats
+from rewardmill.transforms.planning.stages import load_prices, plan_label_stage, plan_paths
 from rewardmill.transforms.stage.budget import StageBudget
 from rewardmill.transforms.stage.conservation import ConservationError, id_frame, labeled_or_rejected, reconcile
 from rewardmill.transforms.stage.outputs import count_rejects, count_rows, write_rejects
@@ -200,8 +201,6 @@ def admission(name: str, params: LabelerParams, rollouts_dir: str, cache_dir: st
     """Which prompts fit under the stage's budget (None: no budget), from its plan over the caches' state."""
     if not params.budget.limited:
         return None
-    from rewardmill.pipelines.plan import load_prices, plan_label_stage, plan_paths
-
     paths = plan_paths(rollouts=rollouts_dir, label_cache=None)  # cache-blind: the admission depends on inputs only
     plan = plan_label_stage(name, paths, load_prices(), params)
     return StageBudget.admit(f"labelers.{name}.budget", plan, params.budget)

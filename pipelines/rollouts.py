@@ -14,6 +14,7 @@ from rewardmill.transforms.config import load_section
 from rewardmill.transforms.io import storage
 from rewardmill.transforms.io.parquet import ReadStageOutput, WriteSortedParquet, read_rows
 from rewardmill.transforms.planning.budget import BUDGET_REASON, Budget
+from rewardmill.transforms.planning.stages import load_prices, plan_paths, plan_rollouts_stage
 from rewardmill.transforms.sampling.cache import COUNTERS, RolloutCache
 from rewardmill.transforms.sampling.openai_backend import EndpointPolicy, OpenAIPolicyHandler, check_reachable
 from rewardmill.transforms.sampling.params import SamplingParams
@@ -256,8 +257,6 @@ def admission(cfg: RolloutsConfig, prompts_dir: str, model_dir: str, cache: str 
     """Which prompts fit under the stage's budget (None: no budget), from its plan over the rollout cache."""
     if not cfg.budget.limited:
         return None
-    from rewardmill.pipelines.plan import load_prices, plan_paths, plan_rollouts_stage
-
     paths = plan_paths(prompts=prompts_dir, model=model_dir, rollouts_cache=None)  # cache-blind (see budget.py)
     return StageBudget.admit("rollouts.budget", plan_rollouts_stage(paths, load_prices(), cfg), cfg.budget)
 
