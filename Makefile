@@ -14,7 +14,7 @@ export DO_NOT_TRACK ?= 1
 export DVC_NO_ANALYTICS ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 
-.PHONY: install dev repro test lint bench bench-vllm check-gpu-extra clean-venv
+.PHONY: install dev repro test test-fast lint bench bench-vllm check-gpu-extra clean-venv
 
 $(VENV)/.installed: pyproject.toml requirements.lock
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -59,6 +59,13 @@ repro: install
 test: dev check-gpu-extra
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/pytest -q -ra
+
+# The inner loop: everything that needs no model, server, browser or Dask cluster (markers in pyproject.toml), the
+# import contract and the DVC deps check included. `make test` (CI) runs all of it and the rest.
+FAST := not (model or server or browser or cluster or e2e)
+test-fast: dev
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/pytest -q -ra -m "$(FAST)"
 
 # The GPU extra (vllm==0.32.0 with CUDA wheels) must resolve together with the locked stack; resolving reads package
 # metadata only, nothing is installed.

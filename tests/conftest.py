@@ -22,6 +22,27 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
 
 REPO = Path(__file__).resolve().parents[1]
+
+# What a test needs, from the fixtures it uses (transitively), as a marker: `make test-fast` leaves out these kinds
+# (`-m "not (model or server or browser or cluster or e2e)"`); pyproject.toml describes each. A test that starts such a
+# thing without one of these fixtures carries the marker itself (`pytestmark` or a decorator).
+NEEDS = {
+    "policy_dir": "model",  # the real default model, materialized once
+    "reward_model_dir": "model",
+    "vllm_engine": "model",
+    "judge_server": "server",  # `transformers serve` on 127.0.0.1
+    "pooling_server": "server",  # `vllm serve` of a reward model
+    "s3_endpoint": "server",  # moto's S3 server
+    "cluster": "cluster",  # a Dask LocalCluster of worker processes
+    "dask_cluster": "cluster",
+}
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        for fixture in item.fixturenames:
+            if fixture in NEEDS:
+                item.add_marker(NEEDS[fixture])
 TRANSFORMERS_CLI = Path(sys.executable).with_name("transformers")
 
 

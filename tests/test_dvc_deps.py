@@ -1,5 +1,5 @@
-"""Every stage in dvc.yaml depends on the code its run executes, so a code change can never ship a stale dataset that DVC
-calls up to date.
+"""Every stage in dvc.yaml depends on the code its run executes, so a code change can never ship a stale dataset
+that DVC calls up to date.
 
 What a stage runs is derived from the code, not remembered:
 - its command `rewardmill run STAGE` runs the stage module `cli.STAGES[STAGE]` (pipelines/cli.py only dispatches:
@@ -83,7 +83,8 @@ def package_data() -> dict[Path, list[Path]]:
 
 
 def runs(*start: Path) -> set[Path]:
-    """`start` and everything it runs: the import closure (the registry's own imports not followed), plus package data."""
+    """`start` and everything it runs: the import closure (the registry's own imports not followed), and package
+    data."""
     seen: set[Path] = set()
     todo = list(start)
     while todo:
@@ -114,7 +115,7 @@ def labeler_files(keys: set[str]) -> set[Path]:
 
 
 def stages() -> list[tuple[str, list[str], set[Path]]]:
-    """(stage name, its deps, the files its run executes) for every stage dvc.yaml defines, foreach entries expanded."""
+    """(stage name, its deps, the files its run executes) for every stage of dvc.yaml, foreach entries expanded."""
     dvc = yaml.safe_load((REPO / "dvc.yaml").read_text())
     params = yaml.safe_load((REPO / "params.yaml").read_text())
     out = []
@@ -127,7 +128,8 @@ def stages() -> list[tuple[str, list[str], set[Path]]]:
                 start = {module_file(STAGES[command[2]])}
                 if section == "labelers":
                     start |= labeler_files({entry["labeler"], *inner_labelers(entry.get("config") or {})})
-                deps = [d.replace("${item.labeler}", entry.get("labeler", "")).replace("${key}", key) for d in body["deps"]]
+                labeler = entry.get("labeler", "")
+                deps = [d.replace("${item.labeler}", labeler).replace("${key}", key) for d in body["deps"]]
                 out.append((f"{name}@{key}", deps, runs(*start)))
         else:
             command = stage["cmd"].split()
@@ -151,7 +153,7 @@ def test_the_stage_depends_on_the_code_it_runs(stage, deps, files):
 
 def test_the_walk_finds_code_reached_only_at_run_time():
     """The closure follows what a judge and a stage reach lazily: the judge backends (imported inside the factory),
-    the local generation they call, the Dask runner Beam loads by its path, and the sandbox programs shipped as data."""
+    the local generation they call, and the Dask runner Beam loads by its path."""
     judges = runs(labeler_files({"pointwise_judge"}).pop())
     rel = {str(p.relative_to(REPO)) for p in judges}
     assert {"transforms/judges/transformers_client.py", "transforms/sampling/transformers_generate.py"} <= rel

@@ -79,6 +79,7 @@ def test_the_path_on_s3_writes_the_same_bytes_as_on_local_disk(tmp_path, small, 
     assert tree(f"{s3_bucket}/data") == before
 
 
+@pytest.mark.cluster
 def test_label_and_assemble_on_dask_workers_read_and_write_s3(tmp_path, small, s3_bucket, params_file):
     import dask
     from distributed import LocalCluster

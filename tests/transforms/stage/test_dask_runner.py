@@ -120,6 +120,7 @@ def test_assemble_on_dask_writes_the_bytes_of_the_in_process_runner(cluster, pro
     assert manifest["rows"] > 0 and os.path.exists(project / "out-dask/_rewards")
 
 
+@pytest.mark.cluster
 def test_bad_setups_fail_before_any_work(tmp_path):
     import socket
 

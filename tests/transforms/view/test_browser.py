@@ -10,6 +10,8 @@ from tests.transforms.validation.conftest import PAIRS, answer, pair_row, write_
 from tests.transforms.view import webdriver
 from tests.transforms.view.webdriver import headless_chromium
 
+pytestmark = pytest.mark.browser
+
 HOSTILE = '<img src=x onerror="window.pwned=1"></script><script>window.pwned=2</script> 7 is wrong'
 ODD = pair_row(3, pair_type="correct_vs_incorrect", rejected=answer(HOSTILE))
 FIRST_THREE = sorted(r["pair_id"] for r in [*PAIRS, ODD])[:3]  # what --max-rows 3 keeps: the first in id order
