@@ -12,7 +12,8 @@ What a stage runs is derived from the code, not remembered:
   labeler to look one up by name; a stage runs only those its params name, so the registry's own imports are not
   followed (its own code is).
 
-A module is covered when a dep of the stage is that file or a folder above it.
+A module is covered when a dep of the stage is that file or a folder above it. A package's `__init__.py` that holds
+only its docstring runs nothing and needs no dep.
 """
 
 import ast
@@ -138,10 +139,20 @@ def stages() -> list[tuple[str, list[str], set[Path]]]:
     return out
 
 
+def runs_code(path: Path) -> bool:
+    """False for a file that only holds a docstring (a package's `__init__.py`); data files count as code."""
+    if path.suffix != ".py":
+        return True
+    body = ast.parse(path.read_text(encoding="utf-8")).body
+    return any(not (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant)) for n in body)
+
+
 def uncovered(deps: list[str], files: set[Path]) -> list[str]:
     declared = [(REPO / d).resolve() for d in deps]
     return sorted(
-        str(f.relative_to(REPO)) for f in files if not any(f == d or d in f.parents for d in declared)
+        str(f.relative_to(REPO))
+        for f in files
+        if runs_code(f) and not any(f == d or d in f.parents for d in declared)
     )
 
 

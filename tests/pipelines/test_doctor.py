@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from rewardmill.pipelines.cli import main
-from rewardmill.transforms.labelers import sandbox
+from rewardmill.transforms.sandbox import runner as sandbox
 from tests.conftest import REPO, tiny_params
 from tests.transforms.judges.fault_proxy import free_port
 

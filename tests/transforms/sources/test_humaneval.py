@@ -8,7 +8,7 @@ import pytest
 
 from rewardmill.transforms.config import ConfigError
 from rewardmill.transforms.labelers.code_tests import CodeTestsConfig, CodeTestsVerifier
-from rewardmill.transforms.labelers.sandbox import SandboxUnavailable
+from rewardmill.transforms.sandbox.runner import SandboxUnavailable
 from rewardmill.transforms.sources import code_basics, humaneval
 from rewardmill.transforms.sources.normalize import normalize
 from rewardmill.transforms.sources.registry import (
