@@ -43,7 +43,7 @@ def test_a_recipe_parses_and_the_stage_graphs_build(runner, tmp_path, params_fil
     # the workers get this checkout as a wheel
     (wheel,) = options.get_all_options()["extra_packages"]
     with zipfile.ZipFile(wheel) as zf:
-        assert {"rewardmill/transforms/stage/", "rewardmill/transforms/io/parquet.py"} <= set(zf.namelist())
+        assert {"rewardmill/transforms/stage/runner.py", "rewardmill/transforms/io/parquet.py"} <= set(zf.namelist())
     known = PipelineOptions(list(cfg.options)).get_all_options(retain_unknown_options=False)
     for flag in cfg.options:  # every flag is an option Beam knows (unknown ones would be silently ignored)
         name = flag.removeprefix("--").split("=", 1)[0]
