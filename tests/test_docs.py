@@ -41,7 +41,8 @@ ELSEWHERE = {
     "make test": "its recipe is `ruff check .` and `pytest -q -ra`: this suite, as CI runs it",
     "make bench": "runs `python bench/sampling.py`, a bench of minutes the suite does not run; docs/performance.md "
     "quotes its figures with the command",
-    "pytest -m 'not e2e'": "this suite less the tests marked e2e (pyproject.toml registers the marker)",
+    "make test-fast": "its recipe is `ruff check .` and `pytest -m 'not (model or server or browser or cluster or "
+    "e2e)'`: this suite less the marked tests (pyproject.toml registers the markers, tests/conftest.py applies them)",
     "dvc exp run -S rollouts.backend=openai -S rollouts.openai.model=models/policy": "tests/pipelines/"
     "test_rollouts_openai.py::test_vllm_serve_as_the_policy runs the rollouts stage with those params against `vllm "
     "serve` (CPU build)",
