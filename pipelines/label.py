@@ -37,11 +37,13 @@ from rewardmill.transforms.labelers.beam import (
     LabelAll,
     LabelRollouts,
 )
+from rewardmill.transforms.labelers.contract import declared_tasks
 from rewardmill.transforms.labelers.judge_base import JUDGE_CALL_FAILED, JudgeLabeler
 from rewardmill.transforms.labelers.normalize import normalize_output
 from rewardmill.transforms.labelers.params import LabelerParams, resolve
 from rewardmill.transforms.labelers.stats import label_stats
-from rewardmill.transforms.planning.stages import load_prices, plan_label_stage, plan_paths
+from rewardmill.transforms.planning.label_plan import plan_label_stage
+from rewardmill.transforms.planning.stages import load_prices, plan_paths
 from rewardmill.transforms.stage.budget import StageBudget
 from rewardmill.transforms.stage.conservation import ConservationError, id_frame, labeled_or_rejected, reconcile
 from rewardmill.transforms.stage.outputs import count_rejects, count_rows, write_rejects
@@ -137,8 +139,6 @@ def probe(name: str, params: LabelerParams, cls, config, rollouts_dir: str, cach
     if not issubclass(cls, JudgeLabeler) or params.probe_prompts <= 0:
         return None
     labeler = cls(config)
-    from rewardmill.transforms.labelers.contract import declared_tasks  # to join the module's imports
-
     tasks = params.tasks if params.tasks is not None else declared_tasks(labeler)  # as LabelRollouts routes
     report = probes.probe_judge(
         labeler,

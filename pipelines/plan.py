@@ -24,17 +24,17 @@ from rewardmill.schemas import PROMPT_V1
 from rewardmill.transforms.config import load_section, params_hash, read_params
 from rewardmill.transforms.io import storage
 from rewardmill.transforms.io.parquet import read_rows
+from rewardmill.transforms.planning.label_plan import plan_label_stage
+from rewardmill.transforms.planning.rollout_plan import plan_rollouts_stage
 from rewardmill.transforms.planning.spend import Prices, StagePlan
 from rewardmill.transforms.planning.stages import (
     Paths,
     Rollouts,
     load_prices,
     on_disk,
-    plan_label_stage,
     plan_paths,
-    plan_rollouts_stage,
 )
-from rewardmill.transforms.planning.tokens import TokenCounter
+from rewardmill.transforms.planning.steps_plan import plan_steps_stage
 from rewardmill.transforms.planning.upstream import predicted_rollouts, stale_reasons
 from rewardmill.transforms.stage.outputs import MANIFEST, digest_path, read_manifest
 
@@ -85,55 +85,6 @@ def rollouts_to_plan(paths: Paths, cfg=None) -> Rollouts:
             f"max_new_tokens={cfg.max_new_tokens} tokens, and as the longest step search (an upper bound)"
         )
     return Rollouts(rows, policies_record(members), frozenset(pending), note, max_new_tokens=cfg.max_new_tokens)
-
-
-def plan_steps_stage(
-    name: str,
-    paths: Paths,
-    prices: Prices,
-    params=None,
-    seen: set[str] | None = None,
-    rollouts: Rollouts | None = None,
-) -> StagePlan:
-    from rewardmill.pipelines.steps import Chosen, StepsParams, continuation_model, resolve, select
-    from rewardmill.transforms.planning.steps_plan import plan_steps, plan_unsampled
-    from rewardmill.transforms.sampling.policy import model_identity
-    from rewardmill.transforms.steps.continuations import CachedContinuer, TransformersContinuer, VLLMContinuer
-    from rewardmill.transforms.steps.labeler import StepLabeler
-    from rewardmill.transforms.steps.pseudo_reference import attach_all
-
-    params = params or load_section(StepsParams, "steps", key=name)
-    config = resolve(name, params)
-    stage = f"steps@{name}"
-    rollouts = rollouts or on_disk(paths)
-    if rollouts.missing:
-        return rollouts.plan_missing(stage, "selected rollouts")
-    policies = read_manifest(paths.rollouts).get("policies", {}) if rollouts.policies is None else rollouts.policies
-    model = continuation_model(name, params.policy, policies, paths.model)
-    rows = rollouts.rows
-    chosen, _ = select(rows, params.tasks, params.max_rollouts, params.policy)
-    if config.reference != "given":  # the prompts' majority answers, voted as the stage votes them
-        chosen = attach_all(rows, chosen, config.reference, config.pseudo_reference, Chosen(params, None))
-    inner = (
-        VLLMContinuer(model, config.continuation, config.k, params.vllm)
-        if params.backend == "vllm"
-        else TransformersContinuer(model, config.continuation, config.k, params.device)
-    )
-    cache = paths.steps_cache  # the stage's --cache: continuations/ and calls/ inside, as LabelStepChunks uses it
-    continuer = CachedContinuer(inner, cache and f"{cache}/continuations", model_identity(model))
-    calls = cache and f"{cache}/calls"
-    unsampled = [r for r in chosen if r["rollout_id"] in rollouts.placeholders]  # planned at their worst
-    chosen = [r for r in chosen if r["rollout_id"] not in rollouts.placeholders]
-    counter = TokenCounter(model)
-    plan = plan_steps(name, config, chosen, continuer, model, calls, prices, counter, seen)
-    if unsampled:
-        steps = config.segment.max_steps or rollouts.max_new_tokens  # a step holds at least a token
-        labeler = StepLabeler(name, config)
-        plan_unsampled(plan, labeler, unsampled, model, prices.price("transformers", model), counter, steps)
-        if config.uses_judge:
-            plan.notes.append(f"judge calls on the {len(unsampled)} selected rollouts not sampled yet are not counted")
-    plan.notes.append(f"a request is one prefix's k={config.k} continuations")
-    return rollouts.annotate(plan)
 
 
 def dag_stages() -> list[str]:

@@ -14,7 +14,8 @@ from rewardmill.transforms.config import load_section
 from rewardmill.transforms.io import storage
 from rewardmill.transforms.io.parquet import ReadStageOutput, WriteSortedParquet, read_rows
 from rewardmill.transforms.planning.budget import BUDGET_REASON, Budget
-from rewardmill.transforms.planning.stages import load_prices, plan_paths, plan_rollouts_stage
+from rewardmill.transforms.planning.rollout_plan import plan_rollouts_stage
+from rewardmill.transforms.planning.stages import load_prices, plan_paths
 from rewardmill.transforms.sampling.cache import COUNTERS, RolloutCache
 from rewardmill.transforms.sampling.openai_backend import EndpointPolicy, OpenAIPolicyHandler, check_reachable
 from rewardmill.transforms.sampling.params import SamplingParams

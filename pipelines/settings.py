@@ -69,7 +69,8 @@ def entry_settings(params: dict[str, Any], stage: str) -> dict[str, Any]:
         entry = from_dict(LabelerParams, entries[key] or {}, where)
         config = from_dict(get_labeler_class(entry.labeler).Config, entry.config, f"{where}.config")
     else:
-        from rewardmill.pipelines.steps import StepsConfig, StepsParams
+        from rewardmill.transforms.steps.labeler import StepsConfig
+        from rewardmill.transforms.steps.params import StepsParams
 
         entry = from_dict(StepsParams, entries[key] or {}, where)
         config = from_dict(StepsConfig, entry.config, f"{where}.config")

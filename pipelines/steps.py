@@ -13,122 +13,26 @@ first-error shares, rejects.
 
 import argparse
 import math
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
 
 import apache_beam as beam
 
 from rewardmill.schemas import ROLLOUT_V2, STEP_LABEL_V1
-from rewardmill.transforms.config import ConfigError, from_dict, load_section
+from rewardmill.transforms.config import load_section
 from rewardmill.transforms.io.parquet import ReadStageOutput, WriteSortedParquet, stable_shard
-from rewardmill.transforms.planning.budget import BUDGET_REASON, Budget
+from rewardmill.transforms.planning.budget import BUDGET_REASON
+from rewardmill.transforms.planning.stages import load_prices, plan_paths
+from rewardmill.transforms.planning.steps_plan import plan_steps_stage
 from rewardmill.transforms.sampling.policy import FINGERPRINT_FILE
-from rewardmill.transforms.sampling.pool import unknown_policy
 from rewardmill.transforms.stage.budget import StageBudget
-from rewardmill.transforms.stage.conservation import id_frame, labeled_or_rejected, reconcile
+from rewardmill.transforms.stage.conservation import labeled_or_rejected, reconcile
 from rewardmill.transforms.stage.outputs import read_manifest, reject, write_rejects
 from rewardmill.transforms.stage.runner import absolute, absolute_args, counter_totals, load_beam_config, setup_logging
 from rewardmill.transforms.stage.skeleton import Finished, ManifestSpec, run_stage
 from rewardmill.transforms.steps.beam import NAMESPACE, REJECTED, LabelStepChunks
-from rewardmill.transforms.steps.labeler import StepsConfig
+from rewardmill.transforms.steps.params import Chosen, StepsParams, continuation_model, resolve, selection
 from rewardmill.transforms.steps.pseudo_reference import AttachPseudoReferences
 from rewardmill.transforms.steps.stats import step_stats
-
-
-@dataclass(frozen=True)
-class StepsParams:
-    """params `steps.<NAME>`."""
-
-    config: dict = field(default_factory=dict)  # StepsConfig: method, k, segment, continuation, verifier, judge
-    tasks: tuple[str, ...] = ("math",)  # prompt tasks to label (MC needs answers a rule verifier can check)
-    max_rollouts: int | None = None  # a fixed sample of the rollouts (lowest ids); None = every eligible one
-    backend: Literal["transformers", "vllm"] = "transformers"  # continuations: the policy on CPU/GPU, or vLLM
-    device: str = "cpu"  # transformers backend
-    vllm: dict = field(default_factory=dict)  # extra vllm.LLM(...) kwargs
-    chunk_size: int = 32  # rollouts per work item (batched together in each search round)
-    # A candidate pool's member (rollouts.policies) whose rollouts get step labels, continued by that member's own
-    # model folder: Monte Carlo estimates are the policy's own. null = the rollouts' only policy.
-    policy: str | None = None
-    num_shards: int = 1
-    # The most this stage sends in one run (a request = one prefix's k continuations, or one judge call); prompts
-    # beyond it are rejected with reason `budget`, and a rerun with a larger budget continues from the caches.
-    budget: Budget = field(default_factory=Budget)
-
-    def __post_init__(self):
-        if self.max_rollouts is not None and self.max_rollouts < 1:
-            raise ValueError(f"max_rollouts must be >= 1 or null, got {self.max_rollouts!r}")
-        if self.chunk_size < 1:
-            raise ValueError(f"chunk_size must be >= 1, got {self.chunk_size!r}")
-
-
-def resolve(name: str, params: StepsParams) -> StepsConfig:
-    return from_dict(StepsConfig, params.config, f"steps.{name}.config")
-
-
-def select(
-    rows: list[dict], tasks: tuple[str, ...], max_rollouts: int | None, policy: str | None = None
-) -> tuple[list[dict], dict]:
-    """Pure: the eligible rollouts (of `policy`, when named) in rollout-id order, capped; and counts of what was left
-    out and why."""
-    own = rows if policy is None else [r for r in rows if r["policy"]["name"] == policy]
-    eligible = sorted((r for r in own if r.get("task") in tasks), key=lambda r: r["rollout_id"])
-    chosen = eligible if max_rollouts is None else eligible[:max_rollouts]
-    counts = {
-        "rollouts": len(rows),
-        "other_tasks": len(own) - len(eligible),
-        "not_sampled": len(eligible) - len(chosen),
-        "selected": len(chosen),
-    }
-    if policy is not None:
-        counts["other_policies"] = len(rows) - len(own)
-    return chosen, counts
-
-
-def continuation_model(name: str, policy: str | None, policies: dict[str, dict], model_dir: str) -> str:
-    """The folder whose model continues the selected rollouts: a named pool member's own, else --model. Fails
-    (naming the known members) for a policy the rollouts do not have, an endpoint member (continuations need the
-    weights), or a pool with no policy named (continuations from another policy would not be on-policy)."""
-    where = f"params.yaml: steps.{name}.policy"
-    if policy is None:
-        if len(policies) > 1:
-            raise ConfigError(
-                f"{where}: the rollouts come from policies {sorted(policies)}; name the one whose rollouts get step "
-                "labels (continuations must come from the policy that wrote the rollout)"
-            )
-        return model_dir
-    if policy not in policies:
-        raise ConfigError(f"{where}: {unknown_policy(policy, list(policies))}")
-    folder = policies[policy].get("model")
-    if folder is None:
-        raise ConfigError(
-            f"{where}: '{policy}' is served by an endpoint (backend {policies[policy]['backend']}); Monte Carlo "
-            "continuations need its weights in a local folder: name a transformers or vllm member"
-        )
-    return folder
-
-
-def selection(rollouts_dir: str, params: StepsParams) -> tuple[str, dict]:
-    """The last chosen rollout id ("" when none is: no id is <= "") and the selection counts, from the rollouts' id
-    columns."""
-    rows = id_frame(rollouts_dir, ["rollout_id", "task", "policy"]).to_dicts()  # policy: {name, fingerprint, ...}
-    chosen, counts = select(rows, params.tasks, params.max_rollouts, params.policy)
-    return (chosen[-1]["rollout_id"] if chosen else ""), counts
-
-
-class Chosen:
-    """Whether a rollout is in the selection: of the tasks (and policy) asked for, with an id up to the last chosen
-    one (the selection is the lowest eligible ids)."""
-
-    def __init__(self, params: StepsParams, last_id: str | None):
-        self.tasks = params.tasks
-        self.policy = params.policy
-        self.last_id = last_id  # None: every eligible rollout (the voters for pseudo-references)
-
-    def __call__(self, row: dict) -> bool:
-        own = self.policy is None or row["policy"]["name"] == self.policy
-        in_sample = self.last_id is None or row["rollout_id"] <= self.last_id
-        return own and row.get("task") in self.tasks and in_sample
 
 
 def build(
@@ -188,8 +92,6 @@ def admission(name: str, params: StepsParams, rollouts_dir: str, model_dir: str,
     """Which prompts fit under the stage's budget (None: no budget), from its plan over the caches' state."""
     if not params.budget.limited:
         return None
-    from rewardmill.pipelines.plan import load_prices, plan_paths, plan_steps_stage
-
     paths = plan_paths(rollouts=rollouts_dir, model=model_dir, steps_cache=None)  # cache-blind (see budget.py)
     plan = plan_steps_stage(name, paths, load_prices(), params)
     return StageBudget.admit(f"steps.{name}.budget", plan, params.budget)

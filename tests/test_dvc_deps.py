@@ -8,9 +8,10 @@ What a stage runs is derived from the code, not remembered:
   backends a factory picks at run time), or name in a string (a runner Beam loads by its path), transitively;
 - the package data of each package it runs (the gold packs, the viewer's page, the sandbox's programs);
 - for `label@KEY`, the labeler params `labelers.KEY.labeler` names and every inner labeler its config names (an
-  appeal's rule, a tier, a panelist). The labeler registry (transforms/labelers/__init__.py) imports every built-in
-  labeler to look one up by name; a stage runs only those its params name, so the registry's own imports are not
-  followed (its own code is).
+  appeal's rule, a tier, a panelist). The labeler registry (transforms/labelers/__init__.py) is a dispatcher like the
+  CLI: it maps a params key to a labeler class, importing every built-in one to do so. A stage runs only the labelers
+  its params name, whose files are deps, so the registry is neither followed nor a dep (`rewardmill new-labeler`
+  edits it, and adding a labeler must rerun only its own stage and what reads all labels).
 
 A module is covered when a dep of the stage is that file or a folder above it. A package's `__init__.py` that holds
 only its docstring runs nothing and needs no dep.
@@ -95,6 +96,7 @@ def runs(*start: Path) -> set[Path]:
         seen.add(path)
         if path != REGISTRY:
             todo += imports(path) - seen
+    seen.discard(REGISTRY)
     data = package_data()
     return seen | {f for folder, files in data.items() if any(p.parent == folder for p in seen) for f in files}
 
@@ -123,7 +125,12 @@ def stages() -> list[tuple[str, list[str], set[Path]]]:
     for name, stage in dvc["stages"].items():
         if "foreach" in stage:
             section = stage["foreach"].strip("${}")
-            for key, entry in params[section].items():
+            entries = dict(params[section])
+            if section == "labelers":  # every built-in labeler, as a user's params may name it
+                from rewardmill.transforms.labelers import LABELERS
+
+                entries |= {f"any_{key}": {"labeler": key} for key in LABELERS}
+            for key, entry in entries.items():
                 body = stage["do"]
                 command = body["cmd"].split()
                 start = {module_file(STAGES[command[2]])}
@@ -171,6 +178,25 @@ def test_the_walk_finds_code_reached_only_at_run_time():
     label = {str(p.relative_to(REPO)) for p in runs(REPO / "pipelines" / "label.py")}
     assert "transforms/stage/dask_runner.py" in label
     assert not any(p.endswith("/pointwise_judge.py") for p in label)  # the registry's imports are not followed
+
+
+def test_no_code_dep_is_code_the_stage_never_runs():
+    """The other way round: a code dep that none of a stage's runs reaches only reruns the stage for nothing (for a
+    foreach stage, the deps are shared by its entries, so each must be reached by one of them)."""
+    unused: dict[str, list[str]] = {}
+    reached: dict[str, set[Path]] = {}
+    declared: dict[str, list[str]] = {}
+    for stage, deps, files in stages():
+        name = stage.split("@")[0]
+        reached.setdefault(name, set()).update(files)
+        declared[name] = deps
+    for name, deps in declared.items():
+        for dep in deps:
+            path = (REPO / dep).resolve()
+            code = dep.startswith(("pipelines", "transforms", "schemas")) and "$" not in dep
+            if code and not any(f == path or path in f.parents for f in reached[name]):
+                unused.setdefault(name, []).append(dep)
+    assert not unused, f"deps on code the stage never runs: {unused}"
 
 
 def test_a_missing_dep_is_found():

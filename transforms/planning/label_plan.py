@@ -5,11 +5,14 @@ compute, with no requests."""
 
 from collections import defaultdict
 
+from rewardmill.transforms.config import load_section
 from rewardmill.transforms.labelers.base import safe_label, uses_groups
 from rewardmill.transforms.labelers.cache import LabelCache, call_cache_dir, record_key
 from rewardmill.transforms.labelers.contract import CallCachingLabeler, declared_tasks, has_hook, tear_down
+from rewardmill.transforms.labelers.params import LabelerParams, resolve
 from rewardmill.transforms.planning.judge_calls import CallRecorder, counting_calls
 from rewardmill.transforms.planning.spend import Prices, StagePlan
+from rewardmill.transforms.planning.stages import Paths, Rollouts, on_disk
 from rewardmill.transforms.planning.tokens import TokenCounter
 
 
@@ -73,3 +76,24 @@ def plan_label(
     if tokens.estimated:
         plan.notes.append(f"input tokens of {sorted(tokens.estimated)} estimated with the policy's tokenizer")
     return plan
+
+
+def plan_label_stage(
+    name: str,
+    paths: Paths,
+    prices: Prices,
+    params=None,
+    seen: set[str] | None = None,
+    rollouts: Rollouts | None = None,
+) -> StagePlan:
+    """`rollouts`: what the run will hand the stage (`rewardmill plan`); None = the rows at paths.rollouts, as the
+    stage's own budget admission reads them."""
+    params = params or load_section(LabelerParams, "labelers", key=name)
+    cls, config = resolve(name, params)
+    stage = f"label@{name}"
+    rollouts = rollouts or on_disk(paths)
+    if rollouts.missing:
+        return rollouts.plan_missing(stage, "rollouts")
+    counter = TokenCounter(paths.model)
+    plan = plan_label(stage, cls, config, rollouts.rows, params.tasks, paths.label_cache, prices, counter, seen)
+    return rollouts.annotate(plan)

@@ -1,18 +1,15 @@
-"""Each stage's plan as its budget admission and `rewardmill plan` read it: the paths of the DAG's inputs and caches,
-the rollouts a label or steps stage is handed, and the plans of the rollouts and label stages (the steps stage's is in
-pipelines/plan.py, beside the steps stage's own selection). No Beam; nothing here sends a request."""
+"""What every stage's plan reads, for its budget admission and `rewardmill plan`: the paths of the DAG's inputs and
+caches, params `prices`, and the rollouts a label or steps stage is handed. Each stage's plan is beside its planner
+(rollout_plan.py, label_plan.py, steps_plan.py). No Beam; nothing here sends a request."""
 
 from dataclasses import dataclass
-from pathlib import Path
 
-from rewardmill.schemas import PROMPT_V1, ROLLOUT_V2
+from rewardmill.schemas import ROLLOUT_V2
 from rewardmill.transforms.config import cache_root as params_cache_root
-from rewardmill.transforms.config import from_dict, load_section, read_params
+from rewardmill.transforms.config import from_dict, read_params
 from rewardmill.transforms.io import storage
 from rewardmill.transforms.io.parquet import read_rows
-from rewardmill.transforms.labelers.params import LabelerParams, resolve
 from rewardmill.transforms.planning.spend import Prices, StagePlan
-from rewardmill.transforms.planning.tokens import TokenCounter
 
 CACHE_FOLDERS = {"rollouts": "rollouts", "label": "labels", "steps": "steps"}  # dvc.yaml: --cache ${cache.root}/...
 
@@ -77,39 +74,3 @@ def on_disk(paths: Paths) -> Rollouts:
     if not storage.exists(paths.rollouts):
         return Rollouts(missing=(paths.rollouts, "rollouts"))
     return Rollouts(read_rows(paths.rollouts, ROLLOUT_V2))
-
-
-def plan_rollouts_stage(paths: Paths, prices: Prices, cfg) -> StagePlan:
-    """The rollouts stage's plan for params `rollouts` (`cfg`: its RolloutsConfig)."""
-    from rewardmill.transforms.planning.rollout_plan import plan_rollouts
-
-    if not storage.exists(paths.prompts):
-        return missing("rollouts", "(prompt, policy) pairs", paths.prompts, "prompts")
-    if not Path(paths.model).is_dir():
-        return missing("rollouts", "(prompt, policy) pairs", paths.model, "model")
-    members = cfg.pool(paths.model)
-    prompts = read_rows(paths.prompts, PROMPT_V1)
-    return plan_rollouts(cfg, prompts, members, paths.rollouts_cache, prices, TokenCounter(paths.model))
-
-
-def plan_label_stage(
-    name: str,
-    paths: Paths,
-    prices: Prices,
-    params=None,
-    seen: set[str] | None = None,
-    rollouts: Rollouts | None = None,
-) -> StagePlan:
-    """`rollouts`: what the run will hand the stage (`rewardmill plan`); None = the rows at paths.rollouts, as the
-    stage's own budget admission reads them."""
-    from rewardmill.transforms.planning.label_plan import plan_label
-
-    params = params or load_section(LabelerParams, "labelers", key=name)
-    cls, config = resolve(name, params)
-    stage = f"label@{name}"
-    rollouts = rollouts or on_disk(paths)
-    if rollouts.missing:
-        return rollouts.plan_missing(stage, "rollouts")
-    counter = TokenCounter(paths.model)
-    plan = plan_label(stage, cls, config, rollouts.rows, params.tasks, paths.label_cache, prices, counter, seen)
-    return rollouts.annotate(plan)

@@ -9,11 +9,15 @@ could still take (an upper bound, flagged `bound`), each prefix at the rollout's
 import copy
 from types import SimpleNamespace
 
+from rewardmill.transforms.config import load_section
 from rewardmill.transforms.planning.judge_calls import CallRecorder, counting_calls
 from rewardmill.transforms.planning.spend import Prices, StagePlan, priced
+from rewardmill.transforms.planning.stages import Paths, Rollouts, on_disk
 from rewardmill.transforms.planning.tokens import TokenCounter
+from rewardmill.transforms.stage.outputs import read_manifest
 from rewardmill.transforms.steps.continuations import PrefixRequest
 from rewardmill.transforms.steps.labeler import StepLabeler, make_judge_client
+from rewardmill.transforms.steps.params import Chosen, StepsParams, continuation_model, resolve, select
 from rewardmill.transforms.steps.segment import join_prefix
 
 
@@ -130,3 +134,49 @@ def plan_unsampled(plan: StagePlan, labeler: StepLabeler, rows: list[dict], mode
         full = tokens.chat(model, row["messages"], row["completion"]) * cfg.k
         plan.charge(row["prompt_id"], priced(price, model, most, full * most, out_tokens * most))
     plan.bound = True
+
+
+def plan_steps_stage(
+    name: str,
+    paths: Paths,
+    prices: Prices,
+    params=None,
+    seen: set[str] | None = None,
+    rollouts: Rollouts | None = None,
+) -> StagePlan:
+    from rewardmill.transforms.sampling.policy import model_identity
+    from rewardmill.transforms.steps.continuations import CachedContinuer, TransformersContinuer, VLLMContinuer
+    from rewardmill.transforms.steps.pseudo_reference import attach_all
+
+    params = params or load_section(StepsParams, "steps", key=name)
+    config = resolve(name, params)
+    stage = f"steps@{name}"
+    rollouts = rollouts or on_disk(paths)
+    if rollouts.missing:
+        return rollouts.plan_missing(stage, "selected rollouts")
+    policies = read_manifest(paths.rollouts).get("policies", {}) if rollouts.policies is None else rollouts.policies
+    model = continuation_model(name, params.policy, policies, paths.model)
+    rows = rollouts.rows
+    chosen, _ = select(rows, params.tasks, params.max_rollouts, params.policy)
+    if config.reference != "given":  # the prompts' majority answers, voted as the stage votes them
+        chosen = attach_all(rows, chosen, config.reference, config.pseudo_reference, Chosen(params, None))
+    inner = (
+        VLLMContinuer(model, config.continuation, config.k, params.vllm)
+        if params.backend == "vllm"
+        else TransformersContinuer(model, config.continuation, config.k, params.device)
+    )
+    cache = paths.steps_cache  # the stage's --cache: continuations/ and calls/ inside, as LabelStepChunks uses it
+    continuer = CachedContinuer(inner, cache and f"{cache}/continuations", model_identity(model))
+    calls = cache and f"{cache}/calls"
+    unsampled = [r for r in chosen if r["rollout_id"] in rollouts.placeholders]  # planned at their worst
+    chosen = [r for r in chosen if r["rollout_id"] not in rollouts.placeholders]
+    counter = TokenCounter(model)
+    plan = plan_steps(name, config, chosen, continuer, model, calls, prices, counter, seen)
+    if unsampled:
+        steps = config.segment.max_steps or rollouts.max_new_tokens  # a step holds at least a token
+        labeler = StepLabeler(name, config)
+        plan_unsampled(plan, labeler, unsampled, model, prices.price("transformers", model), counter, steps)
+        if config.uses_judge:
+            plan.notes.append(f"judge calls on the {len(unsampled)} selected rollouts not sampled yet are not counted")
+    plan.notes.append(f"a request is one prefix's k={config.k} continuations")
+    return rollouts.annotate(plan)
