@@ -1,11 +1,12 @@
 """Which source files a labeler runs, and one digest of them: the label cache keys on it, so a change to any of them
 (the labeler's own file, the helpers it imports, a judge's prompt) can never be answered by labels the old code made,
-whether or not someone remembered to bump the labeler's `version`. The same closure checks the label stage's DVC deps
-(tests/test_label_stage_deps.py).
+whether or not someone remembered to bump the labeler's `version`. (tests/test_dvc_deps.py checks the stages' DVC deps
+with a walk of its own over every project module.)
 
-The closure follows imports (anywhere in a module's body, function bodies included) of the labelers', judges' and
-sandbox's modules, starting from the file that defines the labeler class. The programs that run inside the sandbox
-are files the sandbox reads, never run here: transforms/sandbox/scripts.py imports them, so this walk finds them.
+The closure follows imports (anywhere in a module's body, function bodies included) of the labelers', judges',
+sandbox's and sampling modules (a local judge generates through transforms/sampling), starting from the file that
+defines the labeler class. The programs that run inside the sandbox are files the sandbox reads, never run here:
+transforms/sandbox/scripts.py imports them, so this walk finds them.
 The packages themselves are not followed: the labelers package is the registry, which imports every labeler to look
 one up by name (so import from the modules, not the package); inner labelers a config names (an appeal's rule, a
 tier) are added by the caller.
@@ -17,7 +18,12 @@ import inspect
 from functools import cache
 from pathlib import Path
 
-FOLLOWED = ("rewardmill.transforms.labelers", "rewardmill.transforms.judges", "rewardmill.transforms.sandbox")
+FOLLOWED = (
+    "rewardmill.transforms.labelers",
+    "rewardmill.transforms.judges",
+    "rewardmill.transforms.sandbox",
+    "rewardmill.transforms.sampling",
+)
 ROOT = Path(__file__).resolve().parents[2]  # the folder the `rewardmill` package maps to
 
 

@@ -27,3 +27,12 @@ def test_a_change_to_a_program_file_changes_the_digest(monkeypatch, program):
     real = Path.read_bytes
     monkeypatch.setattr(Path, "read_bytes", lambda p: real(p) + (b"# edited" if p == path else b""))
     assert code_digest.code_digest(CodeTestsVerifier) != before
+
+
+def test_a_judge_digest_covers_the_local_generation_it_calls():
+    """A local judge generates through transforms/sampling: a change there must not be answered by cached labels."""
+    from rewardmill.transforms.labelers.code_digest import ROOT, closure, source_file
+    from rewardmill.transforms.labelers.pointwise_judge import PointwiseJudge
+
+    files = {p.relative_to(ROOT).as_posix() for p in closure(source_file(PointwiseJudge))}
+    assert "transforms/sampling/transformers_generate.py" in files
