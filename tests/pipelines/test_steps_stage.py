@@ -8,7 +8,6 @@ import pytest
 
 from rewardmill.pipelines import steps as steps_stage
 from rewardmill.schemas import ROLLOUT_V2, STEP_LABEL_V1
-from rewardmill.transforms.config import ConfigError
 from rewardmill.transforms.io.parquet import read_rows, rows_to_table, write_table
 from rewardmill.transforms.sampling.policy import FINGERPRINT_FILE
 from rewardmill.transforms.stage.outputs import digest_path
@@ -118,28 +117,6 @@ def test_consensus_with_the_real_model_as_step_judge(tmp_path, params_file, poli
         raw = json.loads(row["raw"])
         assert row["method"] == "consensus" and raw["judge"]["first_error"] == row["first_error_step"]
         assert raw["search"]["first_error"] == row["first_error_step"]
-
-
-POOL = {
-    "local": {"backend": "transformers", "model": "models/local"},
-    "served": {"backend": "openai", "model": None},
-}
-
-
-def test_continuations_come_from_the_named_members_own_folder():
-    assert steps_stage.continuation_model("mc", None, {"only": POOL["local"]}, "models/policy") == "models/policy"
-    assert steps_stage.continuation_model("mc", "local", POOL, "models/policy") == "models/local"
-    with pytest.raises(ConfigError, match=r"'served' is served by an endpoint \(backend openai\)"):
-        steps_stage.continuation_model("mc", "served", POOL, "models/policy")
-    with pytest.raises(ConfigError, match=r"unknown policy 'x'; the rollouts' policies are \['local', 'served'\]"):
-        steps_stage.continuation_model("mc", "x", POOL, "models/policy")
-
-
-def test_selection_keeps_one_members_rollouts_and_counts_the_others():
-    rows = [{"rollout_id": f"r{i}", "task": "math", "policy": {"name": "a" if i % 2 else "b"}} for i in range(6)]
-    chosen, counts = steps_stage.select(rows, ("math",), None, "a")
-    assert [r["rollout_id"] for r in chosen] == ["r1", "r3", "r5"]
-    assert counts == {"rollouts": 6, "other_tasks": 0, "not_sampled": 0, "selected": 3, "other_policies": 3}
 
 
 PSEUDO = [  # math prompts; q1 and q2 have no reference
