@@ -68,7 +68,7 @@ def plan_upload(folder: Path) -> list[tuple[str, int]]:
 
 
 def release_problems(folder: Path, revision: str) -> list[str]:
-    """Why folder is not the DVC release `revision` (the README's release flow), or [] when it is.
+    """Why folder is not the DVC release `revision` (the release flow in docs/releases.md), or [] when it is.
 
     An export outside a DVC repo (made elsewhere, copied in) has no dvc.lock to hold it to: nothing to check.
     """

@@ -33,7 +33,7 @@ def sandbox_check(users: dict[str, dict]) -> Check:
             "sandbox",
             FAIL,
             f"labelers.{key}: {exc}"[:400],
-            "apt-get install bubblewrap (or see code_tests' isolation settings in the README)",
+            "apt-get install bubblewrap (or see code_tests' isolation settings in docs/security.md)",
         )
     if mechanism == "none":
         return Check(
