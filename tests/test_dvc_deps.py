@@ -5,10 +5,12 @@ What a stage runs is derived from the code, not remembered:
 - its command `rewardmill run STAGE` runs the stage module `cli.STAGES[STAGE]` (pipelines/cli.py only dispatches:
   it parses `run STAGE ARGS` and calls the module's `main(ARGS)`, so its other subcommands are not followed);
 - every `rewardmill.*` module those import, anywhere in a module (function bodies included: the judge and sampling
-  backends a factory picks at run time), or name in a string (a runner Beam loads by its path), transitively;
-- the package data of each package it runs (the gold packs, the viewer's page, the sandbox's programs);
-- for `label@KEY`, the labeler params `labelers.KEY.labeler` names and every inner labeler its config names (an
-  appeal's rule, a tier, a panelist). The labeler registry (transforms/labelers/__init__.py) is a dispatcher like the
+  backends a factory picks at run time), or name as an object to load by name ("module.Class", a runner Beam
+  loads by its path; "module:Class"), transitively;
+- the package data of each package it runs (the gold packs, the viewer's page);
+- for `label@KEY`, and for a stage that resolves params `labelers` entries itself (validate's audit), the labeler
+  params `labelers.KEY.labeler` names and every inner labeler its config names (an appeal's rule, a tier, a
+  panelist). The labeler registry (transforms/labelers/__init__.py) is a dispatcher like the
   CLI: it maps a params key to a labeler class, importing every built-in one to do so. A stage runs only the labelers
   its params name, whose files are deps, so the registry is neither followed nor a dep (`rewardmill new-labeler`
   edits it, and adding a labeler must rerun only its own stage and what reads all labels).
@@ -26,21 +28,11 @@ import pytest
 import yaml
 
 from rewardmill.pipelines.cli import STAGES
+from rewardmill.transforms.labelers.code_digest import module_path
 from tests.conftest import REPO
 
-PACKAGE_FOLDERS = {"rewardmill.rewards": "transforms/rewards", "rewardmill": ""}  # the rest: rewardmill.<folder path>
 REGISTRY = REPO / "transforms" / "labelers" / "__init__.py"
-
-
-def module_file(name: str) -> Path | None:
-    """The source file of module `rewardmill.a.b` (a.py or a/b/__init__.py), or None when there is none."""
-    prefix = "rewardmill.rewards" if name.startswith("rewardmill.rewards") else "rewardmill"
-    parts = [p for p in name.removeprefix(prefix).split(".") if p]
-    base = REPO / PACKAGE_FOLDERS[prefix] if prefix != "rewardmill" else REPO
-    for candidate in (base.joinpath(*parts).with_suffix(".py"), base.joinpath(*parts, "__init__.py")):
-        if parts and candidate.is_file():
-            return candidate
-    return None
+ENTRY = REPO / "transforms" / "labelers" / "params.py"  # resolves a params `labelers` entry to its labeler
 
 
 def named_modules(name: str) -> set[Path]:
@@ -49,10 +41,22 @@ def named_modules(name: str) -> set[Path]:
     parts = name.split(".")
     found = set()
     for end in range(2, len(parts) + 1):
-        path = module_file(".".join(parts[:end]))
+        path = module_path(".".join(parts[:end]))
         if path is not None:
             found.add(path)
     return found
+
+
+def loaded_by_name(text: str) -> str | None:
+    """The module a string names an object of, as code that loads it by name spells it ("module:Class", an entry
+    point; "module.Class", a Beam runner): None for any other string, a bare package or module name included (a
+    prefix to match, such as code_digest.FOLLOWED, imports nothing)."""
+    module, colon, attribute = text.partition(":")
+    if not colon:
+        module, _, attribute = text.rpartition(".")
+    if not attribute.isidentifier() or module_path(text) is not None:
+        return None
+    return module if module_path(module) is not None else None
 
 
 @cache
@@ -66,9 +70,9 @@ def imports(path: Path) -> frozenset[Path]:
         elif isinstance(node, ast.ImportFrom) and node.module:
             names = [node.module, *(f"{node.module}.{alias.name}" for alias in node.names)]
         elif isinstance(node, ast.Constant) and isinstance(node.value, str) and " " not in node.value:
-            names = [node.value.split(":")[0]]  # "module:Class" (entry points) or "module.Class"
+            names = [loaded_by_name(node.value)]
         for name in names:
-            if name.startswith("rewardmill."):
+            if name and name.startswith("rewardmill."):
                 found |= named_modules(name)
     found.discard(path)
     return frozenset(found)
@@ -79,7 +83,7 @@ def package_data() -> dict[Path, list[Path]]:
     setup = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]
     data: dict[Path, list[Path]] = {}
     for package, patterns in setup.get("package-data", {}).items():
-        folder = module_file(package).parent
+        folder = module_path(package).parent
         data[folder] = sorted(f for pattern in patterns for f in folder.glob(pattern) if f.is_file())
     return data
 
@@ -133,7 +137,7 @@ def stages() -> list[tuple[str, list[str], set[Path]]]:
             for key, entry in entries.items():
                 body = stage["do"]
                 command = body["cmd"].split()
-                start = {module_file(STAGES[command[2]])}
+                start = {module_path(STAGES[command[2]])}
                 if section == "labelers":
                     start |= labeler_files({entry["labeler"], *inner_labelers(entry.get("config") or {})})
                 labeler = entry.get("labeler", "")
@@ -142,7 +146,12 @@ def stages() -> list[tuple[str, list[str], set[Path]]]:
         else:
             command = stage["cmd"].split()
             assert command[:2] == ["rewardmill", "run"], f"{name}: {stage['cmd']}"
-            out.append((name, stage["deps"], runs(module_file(STAGES[command[2]]))))
+            files = runs(module_path(STAGES[command[2]]))
+            if ENTRY in files:  # it builds the labelers params configure, as their label stages do (the audit)
+                entries = params["labelers"].values()
+                keys = {k for e in entries for k in (e["labeler"], *inner_labelers(e.get("config") or {}))}
+                files |= runs(*labeler_files(keys))
+            out.append((name, stage["deps"], files))
     return out
 
 

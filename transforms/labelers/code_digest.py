@@ -27,9 +27,17 @@ FOLLOWED = (
 ROOT = Path(__file__).resolve().parents[2]  # the folder the `rewardmill` package maps to
 
 
+# pyproject.toml's package-dir: `rewardmill.<folder>` is ROOT/<folder>, except these.
+PACKAGE_DIRS = {"rewardmill.rewards": ("transforms", "rewards")}
+
+
 def module_path(module: str) -> Path | None:
     """The source file of a `rewardmill.` module, or None when it is no file of this package."""
-    parts = module.removeprefix("rewardmill.").split(".")
+    package = next((p for p in PACKAGE_DIRS if module == p or module.startswith(f"{p}.")), None)
+    if package is not None:
+        parts = [*PACKAGE_DIRS[package], *module.removeprefix(package).split(".")[1:]]
+    else:
+        parts = module.removeprefix("rewardmill.").split(".")
     for candidate in (ROOT.joinpath(*parts).with_suffix(".py"), ROOT.joinpath(*parts, "__init__.py")):
         if candidate.is_file():
             return candidate
