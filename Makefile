@@ -60,9 +60,10 @@ test: dev check-gpu-extra
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/pytest -q -ra
 
-# The inner loop: everything that needs no model, server, browser or Dask cluster (markers in pyproject.toml), the
-# import contract and the DVC deps check included. `make test` (CI) runs all of it and the rest.
-FAST := not (model or server or browser or cluster or e2e)
+# The inner loop: everything that needs no model, server, browser or Dask cluster and takes no more than a couple of
+# seconds (markers in pyproject.toml), the import contract and the DVC deps check included. `make test` (CI) runs all
+# of it and the rest.
+FAST := not (model or server or browser or cluster or e2e or slow)
 test-fast: dev
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/pytest -q -ra -m "$(FAST)"

@@ -24,8 +24,8 @@ os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
 REPO = Path(__file__).resolve().parents[1]
 
 # What a test needs, from the fixtures it uses (transitively), as a marker: `make test-fast` leaves out these kinds
-# (`-m "not (model or server or browser or cluster or e2e)"`); pyproject.toml describes each. A test that starts such a
-# thing without one of these fixtures carries the marker itself (`pytestmark` or a decorator).
+# (`-m "not (model or server or browser or cluster or e2e or slow)"`); pyproject.toml describes each. A test that
+# starts such a thing without one of these fixtures carries the marker itself (`pytestmark` or a decorator).
 NEEDS = {
     "policy_dir": "model",  # the real default model, materialized once
     "reward_model_dir": "model",
@@ -38,11 +38,32 @@ NEEDS = {
 }
 
 
+# A test of none of those kinds that takes longer than this carries `slow` (make test-fast leaves it out too); the
+# terminal summary lists any that does not, so the fast loop stays fast.
+SLOW_SECONDS = 2.0
+KINDS = {"model", "server", "browser", "cluster", "e2e", "slow"}
+_unmarked_slow: list[tuple[str, float]] = []
+
+
 def pytest_collection_modifyitems(config, items):
     for item in items:
         for fixture in item.fixturenames:
             if fixture in NEEDS:
                 item.add_marker(NEEDS[fixture])
+
+
+def pytest_runtest_logreport(report):
+    if report.when == "call" and report.duration > SLOW_SECONDS and not KINDS & set(report.keywords):
+        _unmarked_slow.append((report.nodeid, report.duration))
+
+
+def pytest_terminal_summary(terminalreporter):
+    if _unmarked_slow:
+        terminalreporter.section("tests that took seconds without a marker (mark them slow)")
+        for nodeid, seconds in sorted(_unmarked_slow, key=lambda t: -t[1]):
+            terminalreporter.write_line(f"{seconds:5.1f}s {nodeid}")
+
+
 TRANSFORMERS_CLI = Path(sys.executable).with_name("transformers")
 
 
@@ -53,7 +74,7 @@ def tiny_params() -> dict:
     arithmetic.update(count=6, levels=[1])
     code.update(limit=2)
     params["rollouts"].update(n=3, max_new_tokens=24, batch_size=4)
-    params["validate"]["min_pairs"] = 0
+    params["validate"].update(min_pairs=0, audit_judge_rows=8)  # the judges' audit on a few gold rows
     params["evaluate"]["train"].update(max_steps=2, batch_size=4)  # the mechanism, not a useful reward model
     decontaminate = params["assemble"]["filters"]["decontaminate"]
     decontaminate["files"] = [str(REPO / f) for f in decontaminate["files"]]  # tests run stages from other folders

@@ -42,7 +42,8 @@ ELSEWHERE = {
     "make bench": "runs `python bench/sampling.py`, a bench of minutes the suite does not run; docs/performance.md "
     "quotes its figures with the command",
     "make test-fast": "its recipe is `ruff check .` and `pytest -m 'not (model or server or browser or cluster or "
-    "e2e)'`: this suite less the marked tests (pyproject.toml registers the markers, tests/conftest.py applies them)",
+    "e2e or slow)'`: this suite less the marked tests (pyproject.toml registers the markers, tests/conftest.py "
+    "applies them)",
     "dvc exp run -S rollouts.backend=openai -S rollouts.openai.model=models/policy": "tests/pipelines/"
     "test_rollouts_openai.py::test_vllm_serve_as_the_policy runs the rollouts stage with those params against `vllm "
     "serve` (CPU build)",
@@ -203,6 +204,16 @@ def list_elements(node: ast.expr) -> list[ast.expr]:
     return []
 
 
+def segment(lines: list[str], node: ast.expr) -> str:
+    """The source text of `node` (what ast.get_source_segment gives, from lines split once: that function splits the
+    whole file on every call)."""
+    if node.lineno == node.end_lineno:
+        return lines[node.lineno - 1].encode()[node.col_offset : node.end_col_offset].decode()
+    first, *middle, last = lines[node.lineno - 1 : node.end_lineno]
+    head, tail = first.encode()[node.col_offset :].decode(), last.encode()[: node.end_col_offset].decode()
+    return "\n".join([head, *middle, tail])
+
+
 @cache
 def spelled_out() -> list[tuple[str, list[Matcher]]]:
     """Every argv a test runs, as (program, matchers of its arguments): a list or tuple literal whose first element
@@ -223,9 +234,10 @@ def spelled_out() -> list[tuple[str, list[Matcher]]]:
         if source == Path(__file__):
             continue
         text = source.read_text()
+        lines = text.splitlines()
         for node in ast.walk(ast.parse(text)):
             if isinstance(node, ast.List | ast.Tuple) and node.elts:
-                first = ast.get_source_segment(text, node.elts[0]) or ""
+                first = segment(lines, node.elts[0])
                 program = next(
                     (
                         tool

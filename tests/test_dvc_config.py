@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from dvc.config import Config
 
 from tests.conftest import REPO
@@ -42,6 +43,7 @@ def test_the_default_remote_is_a_folder_beside_the_checkout():
     assert config["core"]["analytics"] == "false"
 
 
+@pytest.mark.slow
 def test_clones_beside_each_other_share_the_default_remote(tmp_path):
     """`dvc push` in one clone creates and fills ../rewardmill-dvc-remote; a clone next to it gets the bytes back by
     `dvc pull` from there (its own cache empty before)."""
@@ -63,6 +65,7 @@ def test_clones_beside_each_other_share_the_default_remote(tmp_path):
     assert "up to date" in run([dvc, "status"], second)
 
 
+@pytest.mark.slow
 def test_a_local_remote_overrides_the_default_outside_git(tmp_path):
     """The README's `dvc remote add -d --local` and `dvc remote modify --local`: written to .dvc/config.local, which
     DVC's own .dvc/.gitignore keeps out of git, so .dvc/config (and the team's default) stays as committed."""

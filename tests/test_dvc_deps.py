@@ -166,9 +166,7 @@ def runs_code(path: Path) -> bool:
 def uncovered(deps: list[str], files: set[Path]) -> list[str]:
     declared = [(REPO / d).resolve() for d in deps]
     return sorted(
-        str(f.relative_to(REPO))
-        for f in files
-        if runs_code(f) and not any(f == d or d in f.parents for d in declared)
+        str(f.relative_to(REPO)) for f in files if runs_code(f) and not any(f == d or d in f.parents for d in declared)
     )
 
 

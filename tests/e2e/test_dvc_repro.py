@@ -1,7 +1,8 @@
 """End to end: `dvc repro` in a fresh git repo on the real default model with tiny params.
 
 Checks the acceptance of the foundation: every stage runs, outputs are complete and accounted for, a second
-`dvc repro` does nothing, and `dvc repro -f` reproduces byte-identical Parquet.
+`dvc repro` does nothing, and running the stages again (on FnApiRunner with 2 workers, and on Dask) writes
+byte-identical Parquet.
 """
 
 import ast
@@ -198,13 +199,23 @@ def dask_cluster(project):
 RUNNER_STAGES = ["prompts", "rollouts", "label@math_answer", "label@code_tests", "label@panel", "steps@mc", "assemble"]
 
 
+def parquet_stages(params: dict) -> list[str]:
+    """Every stage that writes Parquet, in DAG order: the two-worker rerun is also the check that rerunning the DAG
+    gives the same bytes (what a `dvc repro -f` would show, without rerunning model, validate and evaluate, which
+    write none)."""
+    labels = [f"label@{name}" for name in params["labelers"]]
+    steps = [f"steps@{name}" for name in params.get("steps", {})]
+    return ["prompts", "rollouts", *labels, *steps, "assemble", "export"]
+
+
 @pytest.mark.parametrize("runner", ["dask", "fnapi_2_workers"])
 def test_the_dag_on_other_runners_writes_the_same_bytes(project, runner, request, tmp_path):
     """`beam.runner: DaskRunner` on a local cluster of 2 worker processes, and FnApiRunner with 2 worker processes:
-    each of RUNNER_STAGES reruns through `dvc repro -s` (beam is a param of each) and writes the one-worker run's
-    bytes; the other stages' outputs are the project's. The model caches come along (their keys do not depend on
-    the runner): CPU kernels are not bit-stable from one process to the next (see the README), and what is checked
-    here is that the runners move every row and write it the same way."""
+    each stage reruns through `dvc repro -s` (beam is a param of each) and writes the one-worker run's bytes. On Dask
+    that is RUNNER_STAGES; with 2 workers every stage that writes Parquet (parquet_stages), so this is also the check
+    that a rerun of the DAG writes the same bytes. The other stages' outputs are the project's. The model caches come
+    along (their keys do not depend on the runner): CPU kernels are not bit-stable from one process to the next (see
+    docs/stages.md), and what is checked here is that the runners move every row and write it the same way."""
     copy = tmp_path / "project"
     cache = project / ".dvc/cache"
     shutil.copytree(project, copy, symlinks=True, ignore=lambda d, names: [n for n in names if Path(d, n) == cache])
@@ -212,11 +223,15 @@ def test_the_dag_on_other_runners_writes_the_same_bytes(project, runner, request
     if runner == "dask":
         address = request.getfixturevalue("dask_cluster").scheduler_address
         params["beam"].update(runner="DaskRunner", dask_client_address=address)
+        stages = RUNNER_STAGES
     else:
         params["beam"].update(runner="FnApiRunner", direct_num_workers=2)
+        stages = parquet_stages(params)
+        assert set(RUNNER_STAGES) < set(stages) and "label@appeal" in stages and "export" in stages, stages
     (copy / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     before = parquet_digests(project)
-    for stage in RUNNER_STAGES:  # DVC removes a stage's outputs before it runs: a stage that wrote nothing fails here
+    assert any(k.startswith("export/") for k in before) and any(k.startswith("data/rollouts") for k in before)
+    for stage in stages:  # DVC removes a stage's outputs before it runs: a stage that wrote nothing fails here
         out = run([str(BIN / "dvc"), "repro", "-s", stage], copy)
         assert f"Running stage '{stage}'" in out, out
     after = parquet_digests(copy)
@@ -415,31 +430,12 @@ def test_a_tagged_release_pulls_back_the_same_bytes_without_recomputing(project,
     assert run(["git", "status", "--porcelain"], project) == git_status
 
 
-def test_adding_a_labeler_runs_only_it_and_what_reads_all_labels(project):
-    params = yaml.safe_load((project / "params.yaml").read_text())
-    params["labelers"]["math_answer_quick"] = {"labeler": "math_answer", "config": {"timeout_seconds": 2}}
-    (project / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
-    out = run([str(BIN / "dvc"), "repro"], project)
-    ran = set(re.findall(r"Running stage '([^']+)'", out))
-    assert {"label@math_answer_quick", "assemble"} <= ran, out
-    assert not ran & {"model", "prompts", "rollouts", "label@math_answer", "label@code_tests", "label@panel"}, ran
-    assert not {r for r in ran if r.startswith("steps@")}, ran  # step labels do not read the outcome labels
-    pairs = read_rows(str(project / "data/datasets/pairs"))
-    math_sources = sorted(
-        [
-            f"appeal@{ReferenceJudge.version}",
-            f"math_answer@{MathAnswerVerifier.version}",
-            f"math_answer_quick@{MathAnswerVerifier.version}",
-            f"panel@{PanelJudge.version}",
-        ]
-    )
-    code_sources = [f"code_tests@{CodeTestsVerifier.version}"]
-    quick = f"math_answer_quick@{MathAnswerVerifier.version}"
-    for p in pairs:  # a math pair names the new labeler among its sources; a code pair only code_tests
-        sources = p["label_sources"]
-        assert sources == code_sources or (quick in sources and set(sources) <= set(math_sources)), sources
-    assert "Running stage" not in run([str(BIN / "dvc"), "repro"], project)
-
+# The built-in labelers of the shipped params that label math, by params name.
+MATH_LABELERS = {
+    "appeal": ReferenceJudge,
+    "math_answer": MathAnswerVerifier,
+    "panel": PanelJudge,
+}
 
 # What reads every label: rerun by a new labeler, and by a new weight of one (assemble and what reads its output).
 READ_ALL_LABELS = {"assemble", "evaluate", "validate", "export"}
@@ -485,7 +481,7 @@ def test_the_write_your_own_labeler_steps_work_as_written(project, tmp_path):
     """
     dvc, env = str(BIN / "dvc"), editable_overlay(project)
     made = ["transforms/labelers/word_count.py", "tests", "pyproject.toml", ".ruff_cache", ".pytest_cache"]
-    made += ["data/labels/word_count"]
+    made += ["data/labels/word_count", "data/labels/math_answer_quick"]
     assert not any((project / rel).exists() for rel in made), made
     head = run(["git", "rev-parse", "HEAD"], project).strip()
     git_status = run(["git", "status", "--porcelain"], project)
@@ -511,11 +507,22 @@ def test_the_write_your_own_labeler_steps_work_as_written(project, tmp_path):
         out = run([str(BIN / "pytest"), "tests/transforms/labelers/test_word_count.py"], project, env)
         assert "4 passed" in out, out  # it imports word_count: the overlay's code, not the install's
 
+        # and beside it a second entry of a built-in labeler under a new name: it labels only its own task
+        params = yaml.safe_load((project / "params.yaml").read_text())
+        params["labelers"]["math_answer_quick"] = {"labeler": "math_answer", "config": {"timeout_seconds": 2}}
+        (project / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
         out = run([dvc, "repro"], project, env)
         ran = not_skipped(out)
-        assert {"label@word_count", "assemble"} <= ran <= {"check", "label@word_count", *READ_ALL_LABELS}, out
+        new = {"label@word_count", "label@math_answer_quick"}
+        assert {*new, "assemble"} <= ran <= {"check", *new, *READ_ALL_LABELS}, out  # no other label, steps or rollouts
         pairs = read_rows(str(project / "data/datasets/pairs"))  # word_count labels every task: in every pair
         assert pairs and all("word_count@1" in p["label_sources"] for p in pairs), pairs[0]["label_sources"]
+        quick = f"math_answer_quick@{MathAnswerVerifier.version}"
+        math_sources = {f"{name}@{cls.version}" for name, cls in MATH_LABELERS.items()} | {quick, "word_count@1"}
+        code_sources = {f"code_tests@{CodeTestsVerifier.version}", "word_count@1"}
+        for p in pairs:  # a math pair names the new math labeler among its sources; a code pair only code_tests
+            sources = set(p["label_sources"])
+            assert sources == code_sources or (quick in sources and sources <= math_sources), sources
         assert "Running stage" not in run([dvc, "repro"], project, env)
 
         # a committed baseline: `--temp` experiments run from a commit (untracked files are left out), and
@@ -583,22 +590,6 @@ def changed_columns(old: Path, new: Path) -> dict[str, str]:
         if rows:
             changed[name] = f"{len(rows)} rows, e.g. row {rows[0]}: {left[rows[0]]!r:.200} -> {right[rows[0]]!r:.200}"
     return changed
-
-
-def test_forced_repro_gives_identical_bytes(project, tmp_path):
-    before = parquet_digests(project)
-    assert any(k.startswith("export/") for k in before) and any(k.startswith("data/rollouts") for k in before)
-    for rel in before:  # kept to explain a difference
-        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy(project / rel, tmp_path / rel)
-    run([str(BIN / "dvc"), "repro", "-f"], project)
-    after = parquet_digests(project)
-    moved = {
-        rel: changed_columns(tmp_path / rel, project / rel)
-        for rel in before
-        if after.get(rel, before[rel]) != before[rel]
-    }
-    assert after.keys() == before.keys() and not moved, moved
 
 
 def test_an_override_experiment_reruns_only_assemble_and_after(project):

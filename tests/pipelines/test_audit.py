@@ -150,6 +150,7 @@ def test_model_based_labelers_are_judges_reward_models_and_tiers_holding_one():
     assert needs_model(TieredVerifier, tiered("math_answer", "pointwise_judge"))
 
 
+@pytest.mark.slow
 def test_a_judge_is_measured_on_a_fixed_sample_of_at_most_judge_rows(tmp_path, yes_judge):
     packs = write_packs(tmp_path / "packs")
     full = audit(PARAMS["labelers"], packs)["labelers"]

@@ -57,6 +57,7 @@ def rollouts_dir(tmp_path):
     return out
 
 
+@pytest.mark.slow
 def test_label_then_assemble(tmp_path, params_file, rollouts_dir):
     params = only_labelers(tiny_params(), ("math_answer", "code_tests"))  # the rule verifiers
     params["assemble"]["filters"]["dedup"].update(exact=False, near_threshold=None)  # every prompt asks MSG

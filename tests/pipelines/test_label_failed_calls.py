@@ -50,6 +50,7 @@ def stage(tmp_path, params_file, server: PacedServer, **entry) -> list[str]:
     ]
 
 
+@pytest.mark.slow
 def test_more_failed_calls_than_allowed_fail_the_stage_in_one_line_and_a_rerun_resumes(
     tmp_path, params_file, rollouts, capsys
 ):

@@ -32,6 +32,7 @@ def test_jsonl_in_parquet_out(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.jsonl", "labels.parquet", "labels.rejects.parquet"]
 
 
+@pytest.mark.slow
 def test_console_script_with_config_and_jsonl_output(tmp_path):
     out = tmp_path / "labels.jsonl"
     script = Path(sys.executable).parent / "rewardmill"
@@ -79,12 +80,17 @@ def test_an_input_with_no_labelable_row_fails_naming_the_file(tmp_path):
         main(["--labeler", "math_answer", "--input", str(src), "--output", str(tmp_path / "o.jsonl")])
 
 
-def test_humaneval_canonical_solutions_all_pass_through_the_cli(tmp_path):
-    """Acceptance: through `rewardmill label`, all 164 canonical solutions score 1.0; wrong ones score 0."""
+@pytest.mark.slow
+def test_humaneval_canonical_solutions_pass_through_the_cli(tmp_path):
+    """Through `rewardmill label`, canonical solutions (every 12th of the 164, first and last included) score 1.0 and
+    wrong ones 0. All 164 go through the same labeler in tests/transforms/labelers/test_code_tests.py
+    (test_humaneval_all_canonical_solutions_pass): here the CLI's reading, config and writing are what is checked."""
     from rewardmill.transforms.sources import humaneval
 
     records = humaneval.generate()
-    rows = [{"completion": r["reference"], "tests": r["tests"], "task": "code"} for r in records]
+    assert len(records) == 164
+    chosen = [*records[::12], records[-1]]
+    rows = [{"completion": r["reference"], "tests": r["tests"], "task": "code"} for r in chosen]
     wrong = [
         {"completion": "    return None\n", "tests": records[0]["tests"], "task": "code"},  # wrong value
         {"completion": "    raise ValueError('no')\n", "tests": records[1]["tests"], "task": "code"},  # raises
@@ -93,8 +99,9 @@ def test_humaneval_canonical_solutions_all_pass_through_the_cli(tmp_path):
     src = write_jsonl(tmp_path / "he.jsonl", rows + wrong)
     main(["--labeler", "code_tests", "--config", '{"workers": 4}', "--input", str(src), "--output", str(out)])
     labels = pq.read_table(out).to_pylist()
-    assert len(records) == 164 and len(labels) == 166
-    failed = {records[lab["row"]]["metadata"]: lab["rationale"] for lab in labels[:164] if lab["score"] != 1.0}
+    n = len(chosen)
+    assert len(labels) == n + 2 and [lab["row"] for lab in labels] == list(range(n + 2))
+    failed = {chosen[lab["row"]]["metadata"]: lab["rationale"] for lab in labels[:n] if lab["score"] != 1.0}
     assert failed == {}
-    assert [(lab["verdict"], lab["score"]) for lab in labels[164:]] == [("incorrect", 0.0)] * 2
-    assert "ValueError" in labels[165]["rationale"]
+    assert [(lab["verdict"], lab["score"]) for lab in labels[n:]] == [("incorrect", 0.0)] * 2
+    assert "ValueError" in labels[n + 1]["rationale"]

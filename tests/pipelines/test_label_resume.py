@@ -6,6 +6,7 @@ import subprocess
 import sys
 import time
 
+import pytest
 import yaml
 
 from rewardmill.schemas import ROLLOUT_V2
@@ -23,6 +24,7 @@ label.main(sys.argv[1:])
 """
 
 
+@pytest.mark.slow
 def test_killed_label_stage_resumes_from_cache(tmp_path):
     rows = [rollout(f"p{i}", 0, f"\\boxed{{{i}}}") for i in range(20)]
     rollouts = tmp_path / "rollouts"

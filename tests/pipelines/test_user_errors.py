@@ -142,6 +142,7 @@ CASES = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("setup", "argv", "names"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
 def test_a_mistake_is_one_line_exit_2_and_no_traceback(tmp_path, setup, argv, names):
     setup(tmp_path)
@@ -154,6 +155,7 @@ def test_a_mistake_is_one_line_exit_2_and_no_traceback(tmp_path, setup, argv, na
     assert not (tmp_path / "out").exists() and not (tmp_path / "check.json").exists()
 
 
+@pytest.mark.slow
 def test_a_row_that_is_not_utf8_is_a_reject_and_the_rest_go_on(tmp_path):
     """Not an error: the row goes to _rejects/ as not_utf8 (file and line in its detail), the stage succeeds."""
     lines = [json.dumps({"prompt": f"What is {i} + {i}?", "reference": str(2 * i)}).encode() for i in range(3)]
@@ -168,6 +170,7 @@ def test_a_row_that_is_not_utf8_is_a_reject_and_the_rest_go_on(tmp_path):
     assert reject["reason"] == "not_utf8" and reject["detail"].startswith("prompts.jsonl line 2: byte 0xe9")
 
 
+@pytest.mark.slow
 def test_dvc_repro_stops_at_the_check_stage_with_our_line(tmp_path):
     """An unknown labeler: without the check stage DVC only said `No such file or directory:
     '.../transforms/labelers/ai_disclamer.py'` (label@KEY depends on that file). DVC runs `check` first."""

@@ -57,6 +57,7 @@ def outputs(root: Path) -> dict[str, bytes]:
     return {str(p.relative_to(root)): p.read_bytes() for p in sorted(files) if p.is_file()}
 
 
+@pytest.mark.slow
 def test_valid_project_writes_reports_docs_metrics_plots_and_reruns_identically(tmp_path, params_file):
     write_project(tmp_path)
     write_process_rewards(tmp_path)
@@ -110,6 +111,7 @@ def test_valid_project_writes_reports_docs_metrics_plots_and_reruns_identically(
     assert outputs(tmp_path) == first
 
 
+@pytest.mark.slow
 def test_failed_validation_exits_non_zero_naming_the_failures(tmp_path, params_file):
     # a duplicated pair, prompt 0 in train and in test, and fewer pairs than validate.min_pairs
     leak = pair_row(0, pair_id="leak", split="test")

@@ -14,6 +14,7 @@ from tests.transforms.validation.conftest import write_project
 LABELERS = {"math_answer": {"labeler": "math_answer", "tasks": ["math"]}, "panel": {"labeler": "panel_judge"}}
 
 
+@pytest.mark.slow
 def test_low_precision_fails_the_stage_naming_the_labeler(tmp_path, params_file):
     write_project(tmp_path, configs=False)
     # a gold row that says a right answer is wrong: math_answer credits it, so half its credit is "wrong"

@@ -13,6 +13,7 @@ from tests.pipelines.test_validate import DOCS, PARAMS, RUN, stage_args
 from tests.transforms.validation.conftest import PRM_ROWS, prm_row, relaxed, write_process_rewards, write_project
 
 
+@pytest.mark.slow
 def test_broken_prm_dataset_fails_naming_the_expectation(tmp_path, params_file):
     write_project(tmp_path, configs=False)
     bad = prm_row(3, labels=[True, True, True])  # its first error (step 2) labelled correct
@@ -31,6 +32,7 @@ def test_broken_prm_dataset_fails_naming_the_expectation(tmp_path, params_file):
     assert "_labels_match_first_error" in page  # the failure is in Data Docs too
 
 
+@pytest.mark.slow
 def test_empty_prm_dataset_passes(tmp_path, params_file):
     # every rollout's step labels can be rejected by assemble (tiny settings); the rejects say why
     write_project(tmp_path, configs=False)

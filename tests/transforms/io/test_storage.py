@@ -22,6 +22,7 @@ def tree(folder: str) -> dict[str, bytes]:
     return {storage.relative(p, folder): storage.read_bytes(p) for p in storage.files_under(folder)}
 
 
+@pytest.mark.slow
 def test_write_read_list_and_remove(root):
     storage.write_text(storage.join(root, "a", "x.json"), "x")
     storage.write_bytes(storage.join(root, "a", "_rejects", "y.parquet"), b"y")
@@ -34,6 +35,7 @@ def test_write_read_list_and_remove(root):
     storage.remove_tree(storage.join(root, "never"))  # removing what is not there is not an error
 
 
+@pytest.mark.slow
 def test_publish_replaces_the_folder_manifests_last(root):
     out, tmp = storage.join(root, "out"), storage.join(root, "out.tmp-1")
     for name in ("old.parquet", "_manifest.json", "sub/_manifest.json"):

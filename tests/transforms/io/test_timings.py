@@ -4,6 +4,8 @@ import sys
 import threading
 import time
 
+import pytest
+
 from rewardmill.transforms.io import timings
 from rewardmill.transforms.io.timings import Clock
 
@@ -88,6 +90,7 @@ def test_the_split_gives_each_moment_to_one_part_and_adds_up_to_the_wall_time():
     assert sum(split.values()) == 9.0
 
 
+@pytest.mark.slow
 def test_a_real_stage_records_its_split_and_a_label_stage_its_labeler_time(tmp_path, params_file):
     """`rewardmill run prompts` and `run label math_answer` with REWARDMILL_TIMINGS: one record each, named by the
     stage, whose parts add up to its wall time; only the label stage has time inside a labeler."""

@@ -10,6 +10,8 @@ room for every request, the limit ramps above 1.
 
 import time
 
+import pytest
+
 from rewardmill.transforms.judges.client import BackendConfig, JudgeRequest, Sampling
 from rewardmill.transforms.judges.openai_client import OpenAIJudgeClient
 from tests.transforms.judges.paced_server import PacedServer
@@ -30,6 +32,7 @@ def run(server: PacedServer, n: int, **backend) -> tuple[OpenAIJudgeClient, list
     return client, responses, time.monotonic() - start
 
 
+@pytest.mark.slow
 def test_pinned_concurrency_8_loses_calls_on_a_serial_server():
     """The behaviour before the adaptive limit, as the new user met it: a burst of 8 on a one-at-a-time server."""
     with PacedServer(SERVICE, serial=True) as server:
@@ -41,6 +44,7 @@ def test_pinned_concurrency_8_loses_calls_on_a_serial_server():
     assert (usage["concurrency_limit"], usage["concurrency_peak"], usage["concurrency_decreases"]) == (8, 8, 0)
 
 
+@pytest.mark.slow
 def test_adaptive_concurrency_finishes_a_serial_server_without_failures_as_fast_as_one_at_a_time():
     with PacedServer(SERVICE, serial=True) as server:
         one, one_responses, one_seconds = run(server, 16, max_concurrency=1, max_retries=2)
@@ -62,6 +66,7 @@ def test_adaptive_concurrency_ramps_up_on_a_server_that_takes_requests_in_parall
     assert server.max_in_flight <= 8  # the ceiling holds
 
 
+@pytest.mark.slow
 def test_overload_answers_halve_the_limit_and_retries_wait_for_a_slot():
     """A server with room for all that answers 503 to requests 20-27 (when the limit has ramped to about 5): the
     limit halves, once per generation however many of one burst are refused, the retries go out within the lowered

@@ -39,6 +39,7 @@ def test_every_hack_scores_zero_and_every_control_one(labels, row):
     assert json.loads(label.raw)["isolation"] in ("bwrap", "unshare")  # the mechanism is on every label
 
 
+@pytest.mark.slow
 def test_the_cli_scores_the_table(tmp_path):
     """The README's two commands, as written (default config), in a scratch folder."""
     env = {**os.environ, "PYTHONPATH": str(REPO)}

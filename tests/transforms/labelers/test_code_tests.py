@@ -95,6 +95,7 @@ def test_bare_list_of_asserts_is_accepted(verifier):
     assert verifier.label("def f():\n    return 1", '["assert f() == 1"]').score == 1.0
 
 
+@pytest.mark.slow
 def test_one_timeout_scores_zero_whatever_passed(verifier):
     tests = json.dumps({"style": "asserts", "asserts": ["assert f(1) == 1", "assert f(0) == 0", "assert f(2) == 2"]})
     label = verifier.label("def f(x):\n    while x == 0:\n        pass\n    return x", tests)
@@ -169,6 +170,7 @@ def test_stdio_style(verifier, completion, score, verdict, rationale_has):
     assert rationale_has in label.rationale
 
 
+@pytest.mark.slow
 def test_stdio_cases_run_in_parallel(verifier):
     start = time.monotonic()
     label = verifier.label("while True:\n    pass", STDIO)  # 3 cases x ~3 s each if run one after another
@@ -260,6 +262,7 @@ def test_label_many_keeps_order(verifier):
 # HumanEval acceptance: every canonical solution scores 1.0; wrong or raising solutions score 0.
 
 
+@pytest.mark.slow
 def test_humaneval_all_canonical_solutions_pass():
     verifier = CodeTestsVerifier(CodeTestsConfig(workers=4))
     try:

@@ -6,10 +6,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[3]
 ROW = re.compile(r"\| ((?:prompt|instruction)-level (?:strict|loose)) \| ([\d.]+) \| ([\d.]+) \| ([+-][\d.]+) \|")
 
 
+@pytest.mark.slow
 def test_readme_quotes_what_the_bench_prints():
     readme = (REPO / "docs/labelers.md").read_text()
     assert "`python bench/ifeval_gpt4.py` prints" in readme

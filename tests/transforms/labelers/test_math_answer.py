@@ -62,6 +62,7 @@ def test_works_from_a_worker_thread():
     assert out and out[0].verdict == "correct"
 
 
+@pytest.mark.slow
 def test_hard_timeout_kills_a_hung_call_from_a_thread():
     runner = MainThreadRunner()
     errors = []

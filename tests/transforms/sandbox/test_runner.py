@@ -100,6 +100,7 @@ def test_code_does_not_run_as_root(sb):
         assert first <= uid < first + count
 
 
+@pytest.mark.slow
 def test_parallel_fork_bombs_do_not_starve_a_neighbour(sb):
     # RLIMIT_NPROC counts processes per uid: a neighbour's fork bomb must not use up this run's processes
     from concurrent.futures import ThreadPoolExecutor
@@ -218,6 +219,7 @@ def test_infinite_loop_is_killed_at_the_timeout(sb):
     assert sandbox_processes() == []
 
 
+@pytest.mark.slow
 def test_fork_bomb_is_contained(sb):
     bomb = "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass\n"
     result = sb.run(bomb, "", SandboxLimits(timeout_seconds=2, max_processes=16))

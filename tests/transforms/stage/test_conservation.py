@@ -57,6 +57,7 @@ def lose_rows(monkeypatch, module):
     monkeypatch.setattr(module, "ReadStageOutput", read_and_drop)
 
 
+@pytest.mark.slow
 def test_a_label_stage_that_loses_rows_fails_and_writes_nothing(tmp_path, params_file, rollouts_dir, monkeypatch):  # noqa: F811
     params_file(only_labelers(tiny_params(), ("math_answer",)))
     out = tmp_path / "data/labels/math_answer"
@@ -93,6 +94,7 @@ class _Chain(beam.DoFn):
             yield from self.then.process(kept)
 
 
+@pytest.mark.slow
 def test_assemble_fails_when_the_buckets_lose_rollouts(tmp_path, params_file, rollouts_dir, monkeypatch):  # noqa: F811
     params = only_labelers(tiny_params(), ("math_answer",))
     params.pop("steps")

@@ -7,6 +7,7 @@ import pytest
 from rewardmill.transforms.stage.package import SOURCE, source_digest, worker_wheel
 
 
+@pytest.mark.slow
 def test_the_wheel_is_reused_until_the_source_changes(tmp_path):
     root = tmp_path / "src"
     root.mkdir()

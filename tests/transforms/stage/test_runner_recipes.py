@@ -35,6 +35,7 @@ def test_the_readme_has_a_recipe_for_each_runner():
     }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("runner", ["FlinkRunner", "SparkRunner", "DataflowRunner"])
 def test_a_recipe_parses_and_the_stage_graphs_build(runner, tmp_path, params_file, rollouts_dir, monkeypatch):  # noqa: F811
     monkeypatch.chdir(tmp_path)  # the worker wheel goes to .rewardmill/dist/ here
