@@ -122,12 +122,13 @@ def test_vllm_sees_the_transformers_prompt_tokens_and_reports_raw_logprobs(vllm_
 
 def test_a_batch_larger_than_one_engine_step_keeps_its_seeds(vllm_engine, policy_dir):
     """More prompt tokens than one engine step takes (4096): with chunked prefill, vLLM's CPU build killed its engine
-    ("CPU Generator does not use offset") when it cut a seeded prompt; the CPU defaults turn it off."""
+    ("CPU Generator does not use offset") when it cut a seeded prompt; the CPU defaults turn it off. The 40 prompts
+    alone are over 4096 tokens; two samples each (not more: every sample is prefilled again) check the seeds."""
     from rewardmill.transforms.sampling.vllm_backend import generate_vllm
 
-    sp = SamplingParams(n=4, temperature=0.8, top_p=0.95, max_new_tokens=2, seed=1)
+    sp = SamplingParams(n=2, temperature=0.8, top_p=0.95, max_new_tokens=2, seed=1)
     long = [{"role": "user", "content": f"Problem {i}: " + "add the numbers one and two, " * 12} for i in range(40)]
     samples = generate_vllm(vllm_engine, [[m] for m in long], [f"p{i}" for i in range(40)], sp)
-    assert len(samples) == 40 and all(len(per) == 4 for per in samples)
+    assert len(samples) == 40 and all(len(per) == 2 for per in samples)
     alone = generate_vllm(vllm_engine, [[long[7]]], ["p7"], sp)[0]
     assert [s.completion for s in alone] == [s.completion for s in samples[7]]  # its seeds held in the big batch
