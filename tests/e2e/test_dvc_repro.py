@@ -132,7 +132,7 @@ def test_repro_builds_every_output(project):
     assert panel["usage"]["completion_tokens"] > 0 or panel["usage"].get("cache_hits", 0) > 0
     appeal = json.loads((project / "metrics/labels/appeal.json").read_text())
     assert appeal["labels"] == arithmetic["count"] * n and "appealed" in appeal["labeler"]
-    # evaluate is off in the shipped params (the override experiment below turns it on): it records only that
+    # evaluate is off in the shipped params (the vLLM experiment below turns it on): it records only that
     assert json.loads((project / "metrics/evaluate.json").read_text()) == {"enabled": False}
 
 
@@ -595,8 +595,7 @@ def changed_columns(old: Path, new: Path) -> dict[str, str]:
 def test_an_override_experiment_reruns_only_assemble_and_after(project):
     """The README's `dvc exp run -S '+assemble.aggregate.overrides.appeal=0.9'` asks the appeal to overturn gates.
     The default 135M appeal credits more attack probes than `max_probe_fpr` allows (its label stage reported the rate),
-    so assemble refuses it before any work and says why; no label stage reruns for it. The README's
-    `-S evaluate.enabled=true` then trains a reward model on the train split's pairs, measured on the test split's."""
+    so assemble refuses it before any work and says why; no label stage reruns for it."""
     env = {**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}", "DVC_NO_ANALYTICS": "1"}
     env.pop("REWARDMILL_PARAMS", None)
     experiment = [str(BIN / "dvc"), "exp", "run", "-S", "+assemble.aggregate.overrides.appeal=0.9"]
@@ -610,29 +609,17 @@ def test_an_override_experiment_reruns_only_assemble_and_after(project):
     # with the same output bytes)
     assert ran == {"check", "assemble"}, out
     run(["git", "checkout", "params.yaml"], project)
-    out = run([str(BIN / "dvc"), "exp", "run", "-S", "evaluate.enabled=true"], project)
-    ran = set(re.findall(r"Running stage '([^']+)'", out))
-    assert "evaluate" in ran and not any(s.startswith(("label@", "steps@")) or s == "rollouts" for s in ran), out
-    evaluation = json.loads((project / "metrics/evaluate.json").read_text())
-    rm = evaluation["reward_model"]
-    pairs = json.loads((project / "data/datasets/pairs/_manifest.json").read_text())
-    assert rm["source"] == "trained" and rm["train_pairs"] + rm["test_pairs"] == pairs["rows"]
-    assert rm["train"]["steps"] == tiny_params()["evaluate"]["train"]["max_steps"]
-    assert rm["test"]["all"]["n"] + rm["test"]["too_long"] == rm["test_pairs"]
-    gates = [v for k, v in evaluation["labelers"].items() if k.split("/")[0] in ("math_answer", "code_tests")]
-    assert gates and all(g["gate"] and g["pairs"] > 0 for g in gates)
-    metrics = json.loads((project / "metrics/validate.json").read_text())
-    assert metrics["validation"] and all(v["success"] for v in metrics["validation"].values())
 
 
 def test_experiment_on_vllm_builds_a_dataset_that_validates(project):
     """`dvc exp run -S rollouts.backend=vllm`: the same DAG sampled by vLLM's CPU build, through validate and export.
-    Last in this module: the experiment's outputs replace the workspace's."""
-    # evaluate (on since the override experiment) goes off: the override experiment measured it, and here it would
-    # only train the same small reward model again on other pairs
-    out = run([str(BIN / "dvc"), "exp", "run", "-S", "rollouts.backend=vllm", "-S", "evaluate.enabled=false"], project)
+    With it, docs/evaluate.md's `-S evaluate.enabled=true`: evaluate trains a reward model on the train split's pairs,
+    measured on the test split's, and validate reads its metrics (one DAG rerun for both: the stage's figures are
+    checked on a pair dataset built for it in tests/pipelines/test_evaluate.py). Last in this module: the
+    experiment's outputs replace the workspace's."""
+    out = run([str(BIN / "dvc"), "exp", "run", "-S", "rollouts.backend=vllm", "-S", "evaluate.enabled=true"], project)
     ran = set(re.findall(r"Running stage '([^']+)'", out))
-    assert {"rollouts", "assemble", "validate", "export"} <= ran and "model" not in ran, out
+    assert {"rollouts", "assemble", "evaluate", "validate", "export"} <= ran and "model" not in ran, out
     rollouts = read_rows(str(project / "data/rollouts"))
     assert rollouts and {r["policy"]["backend"] for r in rollouts} == {"vllm"}
     assert {json.loads(r["sampling"])["backend"] for r in rollouts} == {"vllm"}
@@ -642,3 +629,15 @@ def test_experiment_on_vllm_builds_a_dataset_that_validates(project):
     assert (project / "export/README.md").exists()
     shown = run([str(BIN / "dvc"), "exp", "show", "--csv"], project)
     assert "vllm" in shown  # the experiment is recorded with its params
+
+    evaluation = json.loads((project / "metrics/evaluate.json").read_text())
+    rm = evaluation["reward_model"]
+    pairs = json.loads((project / "data/datasets/pairs/_manifest.json").read_text())
+    assert rm["source"] == "trained" and rm["train_pairs"] + rm["test_pairs"] == pairs["rows"]
+    if rm["train_pairs"]:
+        assert rm["train"]["steps"] == tiny_params()["evaluate"]["train"]["max_steps"], rm
+        assert rm["test"]["all"]["n"] + rm["test"]["too_long"] == rm["test_pairs"], rm
+    else:  # the vLLM samples made no train pair: said, not trained on nothing
+        assert "no train pairs" in rm["error"], rm
+    gates = [v for k, v in evaluation["labelers"].items() if k.split("/")[0] in ("math_answer", "code_tests")]
+    assert gates and all(g["gate"] for g in gates), evaluation["labelers"]
