@@ -40,7 +40,7 @@ NEEDS = {
 
 # A test of none of those kinds that takes longer than this carries `slow` (make test-fast leaves it out too); the
 # terminal summary lists any that does not, so the fast loop stays fast.
-SLOW_SECONDS = 2.0
+SLOW_SECONDS = 3.0
 KINDS = {"model", "server", "browser", "cluster", "e2e", "slow"}
 _unmarked_slow: list[tuple[str, float]] = []
 

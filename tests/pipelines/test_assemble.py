@@ -176,6 +176,7 @@ def test_config_errors_name_the_key(project, params_file, section, key, value, m
         run()
 
 
+@pytest.mark.slow
 def test_outputs_do_not_depend_on_buckets_even_with_length_balance(project, params_file):
     """`assemble.buckets` only spreads work: 1, 3 and 8 buckets give the same bytes, balance_length included (it
     runs once over all pairs, not per bucket)."""

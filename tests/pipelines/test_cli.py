@@ -101,6 +101,7 @@ def test_user_errors_say_what_to_fix_in_one_line(project, argv, says):
     assert "Traceback" not in proc.stderr and "apitools" not in proc.stderr, proc.stderr
 
 
+@pytest.mark.slow
 def test_the_console_script_is_quiet_fast_and_names_its_commands(tmp_path):
     """`rewardmill stages` imports no stage (no Beam, no torch); no command prints Beam's apitools warning; a stage's
     --help names `rewardmill run <stage>`."""

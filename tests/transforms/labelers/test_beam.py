@@ -2,6 +2,7 @@ import dataclasses
 import pickle
 
 import apache_beam as beam
+import pytest
 from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
@@ -138,6 +139,7 @@ class LongestOfGroup:
         return [Label(float(len(c) == longest), 1.0, "correct" if len(c) == longest else "incorrect") for (c,) in rows]
 
 
+@pytest.mark.slow
 def test_group_labelers_see_each_prompts_rollouts_together_and_are_cached(tmp_path):
     LongestOfGroup.calls_file = str(tmp_path / "calls")
     rows = [
