@@ -53,7 +53,12 @@ def test_viewer_page_assets_ship_as_package_data():
 
 # Modules our code imports that only an optional extra installs, with the extra: the code that imports them runs only
 # when params ask for that engine (and says which extra to install when it is missing).
-EXTRA_ONLY_IMPORTS = {"vllm": {"vllm-cpu", "gpu"}, "dask": {"dask"}, "distributed": {"dask"}}
+EXTRA_ONLY_IMPORTS = {
+    "vllm": {"vllm-cpu", "gpu"},
+    "dask": {"dask"},
+    "distributed": {"dask"},
+    "botocore": {"s3"},  # transforms/io/s3_clients.py, which does nothing without it
+}
 
 
 def _normalized(requirement: str) -> str:

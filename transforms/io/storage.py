@@ -19,9 +19,13 @@ class StorageError(SystemExit):
 
 def _filesystems():
     """Beam's FileSystems, imported on first use: importing Beam costs about 1 s, which processes that import the
-    labelers but never touch storage (math-verify's helper processes) should not pay."""
+    labelers but never touch storage (math-verify's helper processes) should not pay. The first use also shares one
+    botocore loader across the process (s3_clients.py: Beam's S3 filesystem makes a client per call)."""
     from apache_beam.io.filesystems import FileSystems
 
+    from rewardmill.transforms.io.s3_clients import share_loader
+
+    share_loader()
     return FileSystems
 
 
