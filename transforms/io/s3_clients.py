@@ -15,7 +15,7 @@ a Session's loader each time it makes one: on the shared loader the folder is ke
 import threading
 
 _LOCK = threading.Lock()
-_shared = False
+_installed: bool | None = None  # None: not tried yet; then whether botocore was there to share a loader of
 
 
 class _PathsOnce(list):
@@ -27,29 +27,33 @@ class _PathsOnce(list):
 
 
 def share_loader() -> bool:
-    """Install the shared loader (once per process; later calls do nothing). False when botocore is not installed
-    (no s3 extra: no S3 filesystem to speed up)."""
-    global _shared
+    """Install the shared loader (once per process: every later call returns the first answer without work, since
+    storage calls it on each use). False when botocore is not installed (no s3 extra: no S3 filesystem to speed up)."""
+    global _installed
+    if _installed is not None:
+        return _installed
     with _LOCK:
-        if _shared:
-            return True
-        try:
-            import botocore.loaders
-            import botocore.session
-        except ImportError:
-            return False
-        make_loader = botocore.loaders.create_loader
-        loaders: dict[str | None, botocore.loaders.Loader] = {}
-        loaders_lock = threading.Lock()
+        if _installed is None:
+            _installed = _install()
+        return _installed
 
-        def create_loader(search_path_string: str | None = None) -> botocore.loaders.Loader:
-            with loaders_lock:
-                if search_path_string not in loaders:
-                    loader = make_loader(search_path_string)
-                    loader._search_paths = _PathsOnce(loader.search_paths)
-                    loaders[search_path_string] = loader
-                return loaders[search_path_string]
 
-        botocore.session.create_loader = create_loader  # what botocore.session.Session registers as its data_loader
-        _shared = True
-        return True
+def _install() -> bool:
+    try:
+        import botocore.loaders
+        import botocore.session
+    except ImportError:
+        return False
+    make_loader = botocore.loaders.create_loader
+    loaders: dict[str | None, botocore.loaders.Loader] = {}
+
+    def create_loader(search_path_string: str | None = None) -> botocore.loaders.Loader:
+        with _LOCK:
+            if search_path_string not in loaders:
+                loader = make_loader(search_path_string)
+                loader._search_paths = _PathsOnce(loader.search_paths)
+                loaders[search_path_string] = loader
+            return loaders[search_path_string]
+
+    botocore.session.create_loader = create_loader  # what botocore.session.Session registers as its data_loader
+    return True

@@ -58,3 +58,16 @@ def test_storage_shares_it_on_first_use(monkeypatch):
     monkeypatch.setattr(s3_clients, "share_loader", lambda: calls.append(1) or True)
     storage.exists("/nonexistent/rewardmill-test")
     assert calls == [1]
+
+
+def test_without_botocore_it_answers_false_once_and_does_not_try_again(monkeypatch):
+    """Storage calls it on every use: in an install without the s3 extra the failed import must not be retried."""
+    import sys
+
+    monkeypatch.setattr(s3_clients, "_installed", None)
+    monkeypatch.setitem(sys.modules, "botocore.loaders", None)  # `import botocore.loaders` raises ImportError
+    tries = []
+    install = s3_clients._install
+    monkeypatch.setattr(s3_clients, "_install", lambda: tries.append(1) or install())
+    assert [s3_clients.share_loader() for _ in range(3)] == [False, False, False]
+    assert tries == [1]
