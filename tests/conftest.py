@@ -41,8 +41,12 @@ NEEDS = {
 # A test of none of those kinds that takes longer than this carries `slow` (make test-fast leaves it out too); the
 # terminal summary lists any that does not, so the fast loop stays fast.
 SLOW_SECONDS = 3.0
-KINDS = {"model", "server", "browser", "cluster", "e2e", "slow"}
+_kinds: set[str] = set()  # every marker pyproject.toml registers (pytest_configure)
 _unmarked_slow: list[tuple[str, float]] = []
+
+
+def pytest_configure(config):
+    _kinds.update(line.split(":", 1)[0].strip() for line in config.getini("markers"))
 
 
 def pytest_collection_modifyitems(config, items):
@@ -53,7 +57,7 @@ def pytest_collection_modifyitems(config, items):
 
 
 def pytest_runtest_logreport(report):
-    if report.when == "call" and report.duration > SLOW_SECONDS and not KINDS & set(report.keywords):
+    if report.when == "call" and report.duration > SLOW_SECONDS and not _kinds & set(report.keywords):
         _unmarked_slow.append((report.nodeid, report.duration))
 
 
