@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from rewardmill.pipelines.cli import main
+from rewardmill.transforms.doctor import host
 from rewardmill.transforms.sandbox import runner as sandbox
 from tests.conftest import REPO, tiny_params
 from tests.transforms.judges.fault_proxy import free_port
@@ -55,6 +56,13 @@ def by_area(checks: list[dict], status: str) -> dict[str, list[str]]:
     return found
 
 
+def expected_disk_status(detail: str) -> str:
+    """What a disk check should say, from free space measured here at the path its detail names."""
+    path = detail.rsplit("(", 1)[1].rstrip(")")
+    free = shutil.disk_usage(path).free / 2**30
+    return "FAIL" if free < host.FREE_GIB_FAIL else "warn" if free < host.FREE_GIB_WARN else "ok"
+
+
 def test_a_good_setup_passes_every_check(tmp_path, monkeypatch, capsys, policy_dir, judge_server):
     params = tiny_params()
     judge_on(params, "panel", f"{judge_server}/v1", str(policy_dir))
@@ -63,8 +71,11 @@ def test_a_good_setup_passes_every_check(tmp_path, monkeypatch, capsys, policy_d
     monkeypatch.chdir(project)
     monkeypatch.delenv("REWARDMILL_PARAMS", raising=False)
     status, checks, _ = doctor(capsys, "--model", str(policy_dir))
-    assert by_area(checks, "FAIL") == {} and by_area(checks, "warn") == {}, checks
-    assert status == 0
+    machine = [c for c in checks if c["area"] == "disk"]  # free disk is the machine's, not the setup's
+    assert machine and all(c["status"] == expected_disk_status(c["detail"]) for c in machine), machine
+    setup = [c for c in checks if c["area"] != "disk"]
+    assert by_area(setup, "FAIL") == {} and by_area(setup, "warn") == {}, checks
+    assert status == (0 if all(c["status"] != "FAIL" for c in machine) else 1)
     areas = {c["area"] for c in checks}
     assert areas == {
         "python",
