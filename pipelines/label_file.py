@@ -42,7 +42,7 @@ from rewardmill.transforms.labelers.beam import NOT_APPLICABLE, REJECTED, LabelA
 from rewardmill.transforms.labelers.contract import declared_tasks
 from rewardmill.transforms.labelers.normalize import normalize_output
 from rewardmill.transforms.stage.outputs import REJECTS_DIR, reject, write_rejects
-from rewardmill.transforms.stage.runner import BeamConfig, pipeline_options, setup_logging
+from rewardmill.transforms.stage.runner import BeamConfig, running, setup_logging
 
 log = logging.getLogger("rewardmill")
 STAGE = "label"
@@ -202,7 +202,7 @@ def label(cls, config, key: str, rows: list[dict[str, Any]], cache: str | None, 
     """(labels, rejects, not applicable count) of `rows` through the label stage's Beam wrapper."""
     with tempfile.TemporaryDirectory(prefix="rewardmill-label-") as work:
         # Outputs go through files (not driver-side lists) so any runner, multi-process included, works.
-        with beam.Pipeline(options=pipeline_options(cfg)) as p:
+        with running(cfg) as p:
             out = (
                 p
                 | "Rows" >> beam.Create(rows)

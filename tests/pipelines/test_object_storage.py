@@ -10,6 +10,7 @@ from rewardmill.pipelines import assemble, label, prompts, rollouts
 from rewardmill.schemas import ROLLOUT_V2
 from rewardmill.transforms.io import storage
 from rewardmill.transforms.io.parquet import read_rows, rows_to_table, write_table
+from rewardmill.transforms.stage.runner import load_beam_config
 from tests.conftest import only_labelers, s3_beam, tiny_params
 from tests.pipelines.test_label_and_assemble import ROLLOUTS
 
@@ -84,6 +85,7 @@ def test_label_and_assemble_on_dask_workers_read_and_write_s3(tmp_path, small, s
     import dask
     from distributed import LocalCluster
 
+    load_beam_config()  # this process's FileSystems reach the local server (each stage does this when it starts)
     local = tmp_path / "local"
     write_table(rows_to_table(ROLLOUTS, ROLLOUT_V2), str(local / "rollouts/part-00000-of-00001.parquet"))
     write_table(rows_to_table(ROLLOUTS, ROLLOUT_V2), f"{s3_bucket}/rollouts/part-00000-of-00001.parquet")

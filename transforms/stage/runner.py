@@ -5,6 +5,8 @@ user's mistake to one line, running one pipeline and reading its counters, and t
 import importlib.util
 import logging
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -16,6 +18,7 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from rewardmill.transforms.config import load_section
 from rewardmill.transforms.errors import is_user_error
 from rewardmill.transforms.io import timings
+from rewardmill.transforms.stage.worker_threads import shared_cores
 
 log = logging.getLogger("rewardmill")
 
@@ -126,6 +129,19 @@ def pipeline_options(cfg: BeamConfig, stage_wheel: bool = True) -> PipelineOptio
     return PipelineOptions(flags)
 
 
+def local_worker_processes(cfg: BeamConfig) -> int:
+    """How many worker processes this machine starts for a pipeline (1: the DoFns run here, or elsewhere)."""
+    return cfg.direct_num_workers if cfg.runner in ("FnApiRunner", "DirectRunner") else 1
+
+
+@contextmanager
+def running(cfg: BeamConfig) -> Iterator[beam.Pipeline]:
+    """A Beam pipeline on params `beam`'s runner, run when the block ends; local worker processes share the cores out
+    (transforms/stage/worker_threads.py)."""
+    with shared_cores(local_worker_processes(cfg)), beam.Pipeline(options=pipeline_options(cfg)) as p:
+        yield p
+
+
 class _NoTracebackForUserErrors(logging.Filter):
     """Beam logs an exception a DoFn raises, traceback and all, before it re-raises it to the driver. A user's mistake
     (a missing file, a params value) then ends as the CLI's one line, so Beam's copy is dropped; any other exception
@@ -181,7 +197,7 @@ def run_pipeline(build, cfg: BeamConfig):
     """Build and run one Beam pipeline; `build(p)` attaches the transforms. Returns the PipelineResult (for its
     metrics; some runners give none)."""
     timings.pipeline_started()
-    with timings.timed("pipeline"), beam.Pipeline(options=pipeline_options(cfg)) as p:
+    with timings.timed("pipeline"), running(cfg) as p:
         build(p)
     return getattr(p, "result", None)
 

@@ -51,17 +51,46 @@ def bwrap() -> Sandbox:
 
 
 def sandbox_processes(marker: str = BOOTSTRAP) -> list[str]:
-    """Command lines of live processes containing `marker` (seen from outside every namespace)."""
+    """Command lines of live processes containing `marker` (seen from outside every namespace), except those another
+    pytest process started (the other worker's tests under `make test`): this test's, and any left without a parent."""
     found = []
     for pid in os.listdir("/proc"):
         if pid.isdigit():
-            try:
-                cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-            except OSError:
-                continue
-            if marker.encode() in cmdline:
+            cmdline = command_line(int(pid))
+            if marker.encode() in cmdline and not under_another_pytest(int(pid)):
                 found.append(cmdline.replace(b"\0", b" ").decode(errors="replace")[:200])
     return found
+
+
+def command_line(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
+
+
+def parent_of(pid: int) -> int:
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[1])
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def under_another_pytest(pid: int) -> bool:
+    """Whether `pid` descends from a pytest process other than this one (a process of this test meets this one
+    first; an orphan, reparented to init, meets none)."""
+    while (pid := parent_of(pid)) > 1:
+        if pid == os.getpid():
+            return False
+        if is_pytest(command_line(pid)):
+            return True
+    return False
+
+
+def is_pytest(cmdline: bytes) -> bool:
+    """pytest's own process or an xdist worker (which retitles itself "[pytest-xdist running] ...")."""
+    args = cmdline.split(b"\0")[:2]
+    return any(Path(a.decode(errors="replace")).name == "pytest" or a.startswith(b"[pytest-xdist") for a in args)
 
 
 def test_runs_code_with_stdin_and_records_isolation(sb):
