@@ -56,20 +56,11 @@ def pytest_configure(config):
     _kinds.update(line.split(":", 1)[0].strip() for line in config.getini("markers"))
 
 
-# `make test` runs on 2 worker processes (pytest-xdist, `--dist loadgroup`). A test runs in the group of the first
-# fixture here it uses, so each of these starts on one worker only (a session fixture starts once per worker), and
-# otherwise in its file's group, so a module's fixtures are built once.
-SHARED_BY_GROUP = ("vllm_engine", "reward_model_dir", "pooling_server", "judge_server")
-
-
-@pytest.hookimpl(tryfirst=True)  # before xdist's own, which reads the groups
 def pytest_collection_modifyitems(config, items):
     for item in items:
         for fixture in item.fixturenames:
             if fixture in NEEDS:
                 item.add_marker(NEEDS[fixture])
-        shared = [f for f in SHARED_BY_GROUP if f in item.fixturenames]
-        item.add_marker(pytest.mark.xdist_group(shared[0] if shared else item.nodeid.split("::")[0]))
 
 
 def pytest_runtest_logreport(report):
