@@ -57,12 +57,13 @@ repro: install
 	@echo "Dataset: export/ (Hub layout), data/datasets/pairs/ (Parquet), metrics: metrics/validate.json"
 
 # The suite runs on TEST_WORKERS processes (pytest-xdist), a test file on one worker so its module fixtures are built
-# once. TEST_WORKERS=0 runs it in this process.
+# once, in collection order: the longest files (tests/e2e) start first instead of last, as xdist's default order by
+# test count would put them. TEST_WORKERS=0 runs it in this process.
 TEST_WORKERS ?= 2
 
 test: dev check-gpu-extra
 	$(VENV)/bin/ruff check .
-	$(VENV)/bin/pytest -q -ra -n $(TEST_WORKERS) --dist loadfile
+	$(VENV)/bin/pytest -q -ra -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 # The inner loop: everything that needs no model, server, browser or Dask cluster and takes no more than a couple of
 # seconds (markers in pyproject.toml), the import contract and the DVC deps check included. `make test` (CI) runs all
@@ -70,7 +71,7 @@ test: dev check-gpu-extra
 FAST := not (model or server or browser or cluster or e2e or slow)
 test-fast: dev
 	$(VENV)/bin/ruff check .
-	$(VENV)/bin/pytest -q -ra -n $(TEST_WORKERS) --dist loadfile -m "$(FAST)"
+	$(VENV)/bin/pytest -q -ra -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder -m "$(FAST)"
 
 # The GPU extra (vllm==0.32.0 with CUDA wheels) must resolve together with the locked stack; resolving reads package
 # metadata only, nothing is installed.
