@@ -105,8 +105,10 @@ def load_beam_config() -> BeamConfig:
     return cfg
 
 
+# Beam's own runners of this machine: `direct_num_workers` says how many worker processes they start.
+DIRECT_RUNNERS = ("FnApiRunner", "DirectRunner")
 # Runners whose workers import the installed rewardmill (RUNNERS' Dask runner too): no wheel to stage.
-LOCAL_RUNNERS = ("FnApiRunner", "DirectRunner", *RUNNERS.values())
+LOCAL_RUNNERS = (*DIRECT_RUNNERS, *RUNNERS.values())
 
 
 def pipeline_options(cfg: BeamConfig, stage_wheel: bool = True) -> PipelineOptions:
@@ -122,16 +124,16 @@ def pipeline_options(cfg: BeamConfig, stage_wheel: bool = True) -> PipelineOptio
         flags.append(f"--dask_client_address={cfg.dask_client_address}")
     if cfg.dask_scheduler_file:
         flags.append(f"--dask_scheduler_file={cfg.dask_scheduler_file}")
-    if cfg.runner in ("FnApiRunner", "DirectRunner"):
+    if cfg.runner in DIRECT_RUNNERS:
         flags.append(f"--direct_num_workers={cfg.direct_num_workers}")
-        if cfg.direct_num_workers > 1:
+        if local_worker_processes(cfg) > 1:
             flags.append("--direct_running_mode=multi_processing")
     return PipelineOptions(flags)
 
 
 def local_worker_processes(cfg: BeamConfig) -> int:
     """How many worker processes this machine starts for a pipeline (1: the DoFns run here, or elsewhere)."""
-    return cfg.direct_num_workers if cfg.runner in ("FnApiRunner", "DirectRunner") else 1
+    return cfg.direct_num_workers if cfg.runner in DIRECT_RUNNERS else 1
 
 
 @contextmanager
