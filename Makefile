@@ -60,10 +60,11 @@ repro: install
 # once, in collection order: the longest files (tests/e2e) start first instead of last, as xdist's default order by
 # test count would put them. TEST_WORKERS=0 runs it in this process.
 TEST_WORKERS ?= 2
+PYTEST := $(VENV)/bin/pytest -q -ra -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 test: dev check-gpu-extra
 	$(VENV)/bin/ruff check .
-	$(VENV)/bin/pytest -q -ra -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
+	$(PYTEST)
 
 # The inner loop: everything that needs no model, server, browser or Dask cluster and takes no more than a couple of
 # seconds (markers in pyproject.toml), the import contract and the DVC deps check included. `make test` (CI) runs all
@@ -71,7 +72,7 @@ test: dev check-gpu-extra
 FAST := not (model or server or browser or cluster or e2e or slow)
 test-fast: dev
 	$(VENV)/bin/ruff check .
-	$(VENV)/bin/pytest -q -ra -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder -m "$(FAST)"
+	$(PYTEST) -m "$(FAST)"
 
 # The GPU extra (vllm==0.32.0 with CUDA wheels) must resolve together with the locked stack; resolving reads package
 # metadata only, nothing is installed.
