@@ -37,7 +37,7 @@ FIRST_HOUR = re.compile(r"<!-- first-hour: (\w+) -->\n```\w+\n(.*?)```", re.S)  
 # page quoting it says). Keep it short: a new quoted command belongs in a test.
 ELSEWHERE = {
     "make repro": "its recipe is `make install` then `dvc repro`: tests/e2e/test_first_hour.py runs `make install` "
-    "(test_make_install_alone_imports_every_module), tests/e2e/test_dvc_repro.py `dvc repro` on tiny params",
+    "(test_make_install_alone_imports_every_module), tests/e2e/project.py `dvc repro` on tiny params",
     "make test": "its recipe is `ruff check .` and `pytest -q -ra`: this suite, as CI runs it",
     "make bench": "runs `python bench/sampling.py`, a bench of minutes the suite does not run; docs/performance.md "
     "quotes its figures with the command",
