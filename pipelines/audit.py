@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from rewardmill.transforms.config import ConfigError, from_dict, read_params, to_plain
-from rewardmill.transforms.evaluation.audit import measure, share, text_table
+from rewardmill.transforms.evaluation import audit_cache
+from rewardmill.transforms.evaluation.audit import measure_settled, share, text_table
 from rewardmill.transforms.evaluation.gold_packs import PACKS_DIR, GoldPackError, GoldRow, load_packs, rows_for
 from rewardmill.transforms.labelers import LABELERS, UnknownLabeler
 from rewardmill.transforms.labelers.base import uses_groups
@@ -60,10 +61,13 @@ def audit_labeler(
     confidence: float,
     cache_dir: str | None = None,
     judge_rows: int | None = None,
+    packs_digest: str | None = None,
 ) -> dict[str, Any]:
     """The audit of params entry `labelers.<key>` (`raw`): its metrics, or `skipped` saying why it was not measured.
-    `cache_dir`: the label stages' cache folder, whose call cache a judge's calls go through (reruns cost nothing);
-    `judge_rows`: at most this many rows for a model-based labeler (a hash-chosen sample; None = all)."""
+    `cache_dir`: the label stages' cache folder, whose call cache a judge's calls go through (reruns cost nothing),
+    and beside which a rule verifier's settled result is kept (transforms/evaluation/audit_cache.py; `packs_digest`
+    is part of its key); `judge_rows`: at most this many rows for a model-based labeler (a hash-chosen sample;
+    None = all)."""
     params = from_dict(LabelerParams, raw if raw is not None else {}, f"labelers.{key}")
     cls, config = resolve(key, params)
     model_based = needs_model(cls, config)
@@ -72,6 +76,13 @@ def audit_labeler(
         return {**head, "skipped": "model-based: not run (judges skipped)"}
     if uses_groups(cls, config):
         return {**head, "skipped": "compares the rollouts of a prompt: gold rows are single completions"}
+    kept = None
+    if cache_dir and packs_digest and not model_based:
+        kept = audit_cache.result_path(cache_dir, cls, config, params.tasks, packs_digest, confidence)
+        result = audit_cache.read_result(kept)
+        if result is not None:
+            log.info("audit: %s (%s): the result kept for this code, config and packs", key, params.labeler)
+            return result
     labeler = cls(config)
     if cache_dir and model_based and has_hook(labeler, CallCachingLabeler):
         labeler.set_call_cache(call_cache_dir(cache_dir))
@@ -86,11 +97,14 @@ def audit_labeler(
         chosen = sample_rows(chosen, judge_rows)
     log.info("audit: %s (%s) on %d gold rows", key, params.labeler, len(chosen))
     try:
-        result = measure(labeler, chosen, confidence)
+        result, settled = measure_settled(labeler, chosen, confidence)
     finally:
         tear_down(labeler)
     left_out = {**left_out, **{k: left_out.get(k, 0) + n for k, n in result.pop("left_out").items()}}
-    return {**head, "packs": sorted({r.pack for r in chosen}), **result, "left_out": left_out}
+    result = {**head, "packs": sorted({r.pack for r in chosen}), **result, "left_out": left_out}
+    if kept and settled:
+        audit_cache.keep_result(kept, result)
+    return result
 
 
 def audit(
@@ -103,16 +117,18 @@ def audit(
     judge_rows: int | None = None,
 ) -> dict[str, Any]:
     """{packs, pack_rows, confidence, labelers: {key: audit}} for the params `labelers` entries `keys` (default:
-    all); judges' calls go through the call cache under `cache_dir` when given. An unknown key or a bad pack raises
-    ConfigError / GoldPackError naming it."""
+    all); with `cache_dir` (validate's: the label stages' cache folder) judges' calls go through the call cache and
+    rule verifiers' settled results are kept beside it (`rewardmill audit` passes none: it always measures). An
+    unknown key or a bad pack raises ConfigError / GoldPackError naming it."""
     unknown = [k for k in keys or () if k not in labelers]
     if unknown:
         raise ConfigError(f"audit: no labeler {unknown} in params `labelers`; configured: {sorted(labelers)}")
     rows = load_packs(packs)
     if not rows:
         log.warning("audit: no gold pack rows in %s: nothing is measured", packs)
+    digest = audit_cache.rows_digest(rows) if cache_dir else None
     results = {
-        key: audit_labeler(key, labelers[key], rows, judges, confidence, cache_dir, judge_rows)
+        key: audit_labeler(key, labelers[key], rows, judges, confidence, cache_dir, judge_rows, digest)
         for key in keys or sorted(labelers)
     }
     return {"packs": str(packs), "pack_rows": len(rows), "confidence": confidence, "labelers": results}

@@ -78,14 +78,21 @@ def outcome(row: GoldRow, label: Label) -> dict[str, Any]:
     }
 
 
-def label_gold_rows(labeler, rows: Sequence[GoldRow]) -> tuple[list[dict[str, Any]], dict[str, int]]:
-    """(one outcome per labeled row, rows left out by reason). A row lacking a column the labeler reads is left out
-    (`missing_column`), as the label stage rejects it."""
+def label_gold_rows(labeler, rows: Sequence[GoldRow]) -> tuple[list[dict[str, Any]], dict[str, int], bool]:
+    """(one outcome per labeled row, rows left out by reason, settled). A row lacking a column the labeler reads is
+    left out (`missing_column`), as the label stage rejects it. Settled: every label the label cache would not keep
+    (a timeout: maybe the machine's load, not the code) agrees with its gold row, so the outcomes would be the same
+    on a quiet machine."""
     reads = tuple(labeler.reads)
     usable = [r for r in rows if all(c in r.row for c in reads)]
     left_out = {"missing_column": len(rows) - len(usable)} if len(usable) < len(rows) else {}
-    labels = label_values(labeler, [tuple(r.row[c] for c in reads) for r in usable]) if usable else []
-    return [outcome(r, main_label(label)) for r, label in zip(usable, labels, strict=True)], left_out
+    labels = (
+        [main_label(x) for x in label_values(labeler, [tuple(r.row[c] for c in reads) for r in usable])]
+        if usable
+        else []
+    )
+    settled = all(label.cacheable or agrees(r, label) for r, label in zip(usable, labels, strict=True))
+    return [outcome(r, label) for r, label in zip(usable, labels, strict=True)], left_out, settled
 
 
 def accuracy(outcomes: Sequence[dict[str, Any]], confidence: float = 0.95) -> dict[str, dict[str, Any]]:
@@ -106,13 +113,19 @@ def accuracy(outcomes: Sequence[dict[str, Any]], confidence: float = 0.95) -> di
 def measure(labeler, rows: Sequence[GoldRow], confidence: float = 0.95) -> dict[str, Any]:
     """{rows, left_out, <METRICS>, disagreements}: the labeler on `rows`; disagreements are the outcomes that do not
     agree with their gold, to read next to the numbers."""
-    outcomes, left_out = label_gold_rows(labeler, rows)
-    return {
+    return measure_settled(labeler, rows, confidence)[0]
+
+
+def measure_settled(labeler, rows: Sequence[GoldRow], confidence: float = 0.95) -> tuple[dict[str, Any], bool]:
+    """`measure`, and whether the result is settled (label_gold_rows): the audit keeps only a settled result."""
+    outcomes, left_out, settled = label_gold_rows(labeler, rows)
+    result = {
         "rows": len(outcomes),
         "left_out": left_out,
         **accuracy(outcomes, confidence),
         "disagreements": [o for o in outcomes if not o["agrees"]],
     }
+    return result, settled
 
 
 def share(metric: dict[str, Any] | None) -> str:
