@@ -10,10 +10,11 @@ from rewardmill.schemas.prompt import PROMPT_V1
 from rewardmill.schemas.reject import REJECT_V1
 from rewardmill.schemas.reward import REWARD_V1
 from rewardmill.schemas.rl import RL_V1
-from rewardmill.schemas.rollout import ROLLOUT_V2
+from rewardmill.schemas.rollout import ROLLOUT_V2, ROLLOUT_V3
 from rewardmill.schemas.sft import SFT_V1
 from rewardmill.schemas.step import PRM_V1, STEP_LABEL_V1
 
+# The current schema of each dataset, by name.
 SCHEMAS = {
     "prompt": PROMPT_V1,
     "rollout": ROLLOUT_V2,
@@ -27,7 +28,12 @@ SCHEMAS = {
     "prm": PRM_V1,
 }
 
+# Datasets written in more than one current version: rollouts are v2 for single-turn sampling (as before, byte for
+# byte) and v3 when an environment runs multi-turn episodes; readers take either.
+CURRENT_VERSIONS = {"rollout": (ROLLOUT_V2, ROLLOUT_V3)}
+
 __all__ = [
+    "CURRENT_VERSIONS",
     "LABEL_V1",
     "PAIR_V2",
     "PRM_V1",
@@ -36,6 +42,7 @@ __all__ = [
     "REWARD_V1",
     "RL_V1",
     "ROLLOUT_V2",
+    "ROLLOUT_V3",
     "SCHEMAS",
     "SFT_V1",
     "STEP_LABEL_V1",

@@ -7,6 +7,7 @@ import pyarrow as pa
 
 from rewardmill.schemas.common import MESSAGES, list_of, versioned
 from rewardmill.schemas.prompt import RUBRIC_CRITERION
+from rewardmill.schemas.trajectory import ENVIRONMENT, TURNS
 
 POLICY = pa.struct(
     [pa.field("name", pa.string()), pa.field("fingerprint", pa.string()), pa.field("backend", pa.string())]
@@ -34,5 +35,23 @@ ROLLOUT_V2 = versioned(
         pa.field("policy", POLICY, nullable=False),
         pa.field("sampling", pa.string(), nullable=False),  # sampling params, canonical JSON
         pa.field("seed", pa.int64(), nullable=False),  # the per-rollout seed actually used
+    ],
+)
+
+# v3: multi-turn trajectories and reasoning (written when `rollouts.environment` is set; without one the stage writes
+# v2, byte for byte as before). `completion` stays the final assistant answer, so every single-turn labeler reads it
+# unchanged; `n_tokens`, `finish_reason` and `logprob_sum` are over all assistant turns (finish: the last turn's).
+ROLLOUT_V3 = versioned(
+    "rollout",
+    3,
+    [
+        *ROLLOUT_V2,
+        pa.field("reasoning", pa.string()),  # the final answer's reasoning trace, apart from `completion`
+        pa.field("turns", TURNS),  # every message after the prompt, the final answer included
+        pa.field("tools", pa.string()),  # JSON schemas of the tools offered (TRL's `tools` column), or None
+        pa.field("environment", ENVIRONMENT),  # name, version and config of the environment that ran the episode
+        pa.field("stop_reason", pa.string()),  # done | max_turns | max_tokens | error
+        pa.field("env_reward", pa.float64()),  # the environment's own outcome reward, None when it gives none
+        pa.field("env_info", pa.string()),  # the environment's last step info (JSON)
     ],
 )

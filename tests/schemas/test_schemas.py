@@ -8,7 +8,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import rewardmill.schemas as schemas
-from rewardmill.schemas import PAIR_V2, SCHEMAS
+from rewardmill.schemas import CURRENT_VERSIONS, PAIR_V2, SCHEMAS
 from rewardmill.schemas.common import MESSAGES, schema_id, versioned
 
 
@@ -26,8 +26,11 @@ def test_constant_name_matches_metadata(constant):
 
 
 def test_registry_lists_every_exported_schema():
-    exported = {getattr(schemas, c).metadata[b"rewardmill.schema"] for c in schemas.__all__ if c != "SCHEMAS"}
-    assert exported == {s.metadata[b"rewardmill.schema"] for s in SCHEMAS.values()}
+    constants = [c for c in schemas.__all__ if c not in ("SCHEMAS", "CURRENT_VERSIONS")]
+    exported = {getattr(schemas, c).metadata[b"rewardmill.schema"] for c in constants}
+    versions = [*SCHEMAS.values(), *(s for both in CURRENT_VERSIONS.values() for s in both)]
+    assert exported == {s.metadata[b"rewardmill.schema"] for s in versions}
+    assert all(SCHEMAS[name] in both for name, both in CURRENT_VERSIONS.items())
     assert len({schema_id(s) for s in SCHEMAS.values()}) == len(SCHEMAS)
 
 
@@ -52,9 +55,10 @@ def test_schema_id(schema, expected):
     assert schema_id(schema) == expected
 
 
-@pytest.mark.parametrize("name", sorted(SCHEMAS))
-def test_metadata_survives_parquet(name):
-    schema = SCHEMAS[name]
+@pytest.mark.parametrize(
+    "schema", [*SCHEMAS.values(), *(s for v in CURRENT_VERSIONS.values() for s in v)], ids=schema_id
+)
+def test_metadata_survives_parquet(schema):
     buffer = io.BytesIO()
     pq.write_table(schema.empty_table(), buffer)
     read = pq.read_schema(io.BytesIO(buffer.getvalue()))

@@ -207,14 +207,20 @@ def tear_down(labeler: Any) -> None:
 def check_labeler(cls: Any, where: str) -> Any:
     """`cls` when it is a labeler class (every `Labeler` member, `Config` a dataclass), else NotALabeler naming
     `where` (an entry point, say) and what is missing."""
+    return check_plugin(cls, Labeler, where, NotALabeler, "labeler", "transforms/labelers/contract.py")
+
+
+def check_plugin(cls: Any, protocol: type, where: str, error: type[Exception], kind: str, contract: str) -> Any:
+    """`cls` when it is a plug-in class of `protocol` (every member, `Config` a dataclass), else `error` naming
+    `where`, what is missing and the `contract` file that declares it. Labelers and environments are checked here."""
     if not isinstance(cls, type):
-        raise NotALabeler(f"{where}: {cls!r} is not a class; a labeler is a class with {list(members(Labeler))}")
-    lacking = missing(cls, Labeler)
+        raise error(f"{where}: {cls!r} is not a class; a {kind} is a class with {list(members(protocol))}")
+    lacking = missing(cls, protocol)
     if lacking:
-        raise NotALabeler(
-            f"{where}: {cls.__module__}.{cls.__qualname__} is not a labeler: it has no {', '.join(lacking)} "
-            f"(a labeler declares {', '.join(members(Labeler))}; see transforms/labelers/contract.py)"
+        raise error(
+            f"{where}: {cls.__module__}.{cls.__qualname__} is not a {kind}: it has no {', '.join(lacking)} "
+            f"(a {kind} declares {', '.join(members(protocol))}; see {contract})"
         )
     if not (isinstance(cls.Config, type) and dataclasses.is_dataclass(cls.Config)):
-        raise NotALabeler(f"{where}: {cls.__qualname__}.Config must be a dataclass of its settings")
+        raise error(f"{where}: {cls.__qualname__}.Config must be a dataclass of its settings")
     return cls

@@ -52,16 +52,42 @@ def generate_from_texts(
 ) -> list[list[Sample]]:
     """n samples for each already formatted prompt text (a chat prompt, or one plus the start of an answer to
     continue); sample j of text t is seeded by (seed, seed_keys[t], j)."""
+    seeds = [sample_seed(sp.seed, key, j) for key in seed_keys for j in range(sp.n)]
+    flat = sample_texts(policy, [t for t in texts for _ in range(sp.n)], seeds, sp, strip)
+    return [
+        [Sample(**{**vars(s), "index": j}) for j, s in enumerate(flat[p * sp.n : (p + 1) * sp.n])]
+        for p in range(len(texts))
+    ]
+
+
+def generate_turns(
+    policy: LoadedPolicy,
+    conversations: Sequence[list[dict[str, Any]]],
+    seeds: Sequence[int],
+    sp: SamplingParams,
+    tools: list[dict[str, Any]] | None = None,
+) -> list[Sample]:
+    """One assistant turn for each conversation (a multi-turn episode's next turn), seeded by seeds[i], in one
+    `generate` call; `tools` go to the chat template (a template without tool support ignores them)."""
+    texts = [
+        policy.tokenizer.apply_chat_template(list(m), tools=tools or None, add_generation_prompt=True, tokenize=False)
+        for m in conversations
+    ]
+    return sample_texts(policy, texts, list(seeds), sp, strip=True)
+
+
+def sample_texts(
+    policy: LoadedPolicy, texts: Sequence[str], seeds: Sequence[int], sp: SamplingParams, strip: bool = True
+) -> list[Sample]:
+    """One sample per formatted text, text i drawn with seeds[i] alone (`SeededSampler`), all in one `generate`
+    call; each Sample has index 0."""
     import torch
     from transformers import GenerationConfig, LogitsProcessorList
 
     tok = policy.tokenizer
     enc = tok(list(texts), return_tensors="pt", padding=True, add_special_tokens=False)
-    # Each prompt repeated n times back to back (what num_return_sequences does internally; transformers only
-    # accepts num_return_sequences with do_sample=True, and sampling is done by the SeededSampler here).
-    enc = {k: v.repeat_interleave(sp.n, dim=0).to(policy.model.device) for k, v in enc.items()}
-    seeds = [sample_seed(sp.seed, key, j) for key in seed_keys for j in range(sp.n)]
-    sampler = SeededSampler(seeds, sp.temperature, sp.top_k, sp.top_p, policy.eos_token_ids)
+    enc = {k: v.to(policy.model.device) for k, v in enc.items()}
+    sampler = SeededSampler(list(seeds), sp.temperature, sp.top_k, sp.top_p, policy.eos_token_ids)
     config = GenerationConfig(
         do_sample=False,  # the SeededSampler draws the token; greedy just takes it
         max_new_tokens=sp.max_new_tokens,
@@ -71,25 +97,20 @@ def generate_from_texts(
     with torch.inference_mode():
         out = policy.model.generate(**enc, generation_config=config, logits_processor=LogitsProcessorList([sampler]))
     generated = out[:, enc["input_ids"].shape[1] :].cpu()
-    results: list[list[Sample]] = []
-    for p in range(len(texts)):
-        samples = []
-        for j in range(sp.n):
-            row = p * sp.n + j
-            n_tokens = int(sampler.n_tokens[row])
-            tokens = generated[row, :n_tokens].tolist()
-            samples.append(
-                Sample(
-                    index=j,
-                    seed=seeds[row],
-                    completion=_text(tok.decode(tokens, skip_special_tokens=True), strip),
-                    n_tokens=n_tokens,
-                    finish_reason="stop" if bool(sampler.done[row]) else "length",
-                    logprob_sum=float(sampler.logprob_sum[row]),
-                )
+    samples = []
+    for row, seed in enumerate(seeds):
+        n_tokens = int(sampler.n_tokens[row])
+        samples.append(
+            Sample(
+                index=0,
+                seed=seed,
+                completion=_text(tok.decode(generated[row, :n_tokens].tolist(), skip_special_tokens=True), strip),
+                n_tokens=n_tokens,
+                finish_reason="stop" if bool(sampler.done[row]) else "length",
+                logprob_sum=float(sampler.logprob_sum[row]),
             )
-        results.append(samples)
-    return results
+        )
+    return samples
 
 
 def _text(decoded: str, strip: bool) -> str:

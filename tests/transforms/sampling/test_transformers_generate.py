@@ -45,3 +45,21 @@ def test_sample_fields(policy):
                 assert s.n_tokens == SP.max_new_tokens
             assert s.logprob_sum < 0
             assert "<|im_end|>" not in s.completion
+
+
+def test_a_turn_of_an_episode_is_a_sample_of_its_conversation_and_seed(policy):
+    """generate_turns: one sample per conversation, seeded per row; sample j of generate_samples is the turn with
+    the same text and seed, so a multi-turn episode's first turn equals the single-turn sample."""
+    from rewardmill.transforms.sampling.params import sample_seed
+    from rewardmill.transforms.sampling.transformers_generate import generate_turns
+
+    single = generate_samples(policy, PROMPTS[:2], ["a", "b"], SP)
+    seeds = [sample_seed(SP.seed, "a", 1), sample_seed(SP.seed, "b", 0)]
+    turns = generate_turns(policy, PROMPTS[:2], seeds, SP)
+    assert [(t.completion, t.n_tokens, t.seed) for t in turns] == [
+        (s.completion, s.n_tokens, s.seed) for s in (single[0][1], single[1][0])
+    ]
+    longer = [*PROMPTS[0], {"role": "assistant", "content": "5"}, {"role": "user", "content": "Are you sure?"}]
+    (alone,) = generate_turns(policy, [longer], seeds[:1], SP)
+    (batched,) = generate_turns(policy, [longer, PROMPTS[2]], [seeds[0], 3], SP)[:1]
+    assert (alone.completion, alone.n_tokens) == (batched.completion, batched.n_tokens)

@@ -1,0 +1,196 @@
+"""Episodes: one prompt's n multi-turn trajectories in an environment, every live trajectory's next turn sampled in
+one batched call. Pure: the policy is a function (`TurnGenerate`) the caller binds to a backend.
+
+Seeds. Trajectory j of a prompt has the seed a single-turn sample j would have (`sample_seed`); its turn t is
+sampled with `turn_seed(seed, t)`. So a turn depends on its conversation so far and its seed only, never on which
+other trajectories share its batch, and a turn can be cached and replayed by that key.
+
+Stop reasons: `done` (the environment ended it), `max_turns` (that many assistant turns), `max_tokens` (the
+assistant turns' tokens reached the budget), `error` (the environment raised; the error is in the trajectory's info).
+"""
+
+import hashlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from rewardmill.transforms.environments.contract import StepResult
+from rewardmill.transforms.sampling.params import Sample, sample_seed
+
+STOP_REASONS = ("done", "max_turns", "max_tokens", "error")
+
+
+@dataclass(frozen=True)
+class TurnRequest:
+    """One assistant turn to sample: the whole conversation so far (prompt messages, then the turns) and its seed."""
+
+    messages: list[dict[str, Any]]
+    seed: int
+    tools: list[dict[str, Any]] | None = None
+
+
+TurnGenerate = Callable[[list[TurnRequest]], list[Sample]]  # one Sample (index 0) per request, in order
+
+
+@dataclass(frozen=True)
+class EpisodeLimits:
+    max_turns: int = 3  # assistant turns per trajectory
+    max_tokens: int | None = None  # assistant tokens per trajectory, over all its turns (None: no budget)
+
+    def __post_init__(self):
+        if self.max_turns < 1:
+            raise ValueError(f"max_turns must be >= 1, got {self.max_turns}")
+        if self.max_tokens is not None and self.max_tokens < 1:
+            raise ValueError(f"max_tokens must be >= 1 or null, got {self.max_tokens}")
+
+
+@dataclass
+class Trajectory:
+    """A finished episode: `turns` are the messages after the prompt (assistant ones carry `n_tokens`,
+    `finish_reason` and `logprob_sum`; each carries the step's `info` under `step_info`, assistant ones only)."""
+
+    index: int
+    seed: int
+    turns: list[dict[str, Any]] = field(default_factory=list)
+    stop_reason: str = "done"
+    reward: float | None = None
+    info: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def assistant_turns(self) -> list[dict[str, Any]]:
+        return [t for t in self.turns if t["role"] == "assistant"]
+
+    @property
+    def completion(self) -> str:
+        """The final answer: the last assistant message's content ('' before any)."""
+        turns = self.assistant_turns
+        return (turns[-1]["content"] or "") if turns else ""
+
+    @property
+    def n_tokens(self) -> int:
+        return sum(t["n_tokens"] for t in self.assistant_turns)
+
+    @property
+    def finish_reason(self) -> str:
+        turns = self.assistant_turns
+        return turns[-1]["finish_reason"] if turns else "stop"
+
+    @property
+    def logprob_sum(self) -> float | None:
+        values = [t["logprob_sum"] for t in self.assistant_turns]
+        return None if not values or any(v is None for v in values) else float(sum(values))
+
+
+def turn_seed(seed: int, turn: int) -> int:
+    """The seed of turn `turn` (0-based) of the trajectory seeded `seed`; turn 0 uses `seed` itself."""
+    if turn == 0:
+        return seed
+    digest = hashlib.sha256(f"turn\x00{seed}\x00{turn}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") >> 1
+
+
+@dataclass
+class _Live:
+    prompt: dict[str, Any]
+    trajectory: Trajectory
+    state: Any
+
+
+def run_episodes(
+    environment,
+    prompts: Sequence[dict[str, Any]],
+    n: int,
+    base_seed: int,
+    generate: TurnGenerate,
+    limits: EpisodeLimits,
+    tools: list[dict[str, Any]] | None = None,
+    parse: Callable[[str], dict[str, Any]] | None = None,
+) -> list[list[Trajectory]]:
+    """n trajectories per prompt, in order. Each round samples the next assistant turn of every live trajectory in
+    one `generate` call, then steps each in its environment. `parse` turns a sampled text into the assistant message
+    (default: {"role": "assistant", "content": text}); an environment with tools parses its tool calls there."""
+    parse = parse or (lambda text: {"role": "assistant", "content": text})
+    results: list[list[Trajectory]] = []
+    live: list[_Live] = []
+    for prompt in prompts:
+        per_prompt = []
+        for j in range(n):
+            trajectory = Trajectory(index=j, seed=sample_seed(base_seed, prompt["prompt_id"], j))
+            per_prompt.append(trajectory)
+            try:
+                live.append(_Live(prompt, trajectory, environment.reset(prompt)))
+            except Exception as exc:  # a prompt the environment cannot run: recorded, not a crash of the stage
+                _stop(trajectory, "error", {"error": _describe(exc), "at": "reset"})
+        results.append(per_prompt)
+    for turn in range(limits.max_turns):
+        if not live:
+            break
+        requests = [TurnRequest(_conversation(e), turn_seed(e.trajectory.seed, turn), tools) for e in live]
+        samples = generate(requests)
+        if len(samples) != len(requests):
+            raise RuntimeError(f"the policy returned {len(samples)} turns for {len(requests)} requests")
+        still = []
+        for episode, sample in zip(live, samples, strict=True):
+            if _advance(environment, episode, sample, parse, limits, last=turn == limits.max_turns - 1):
+                still.append(episode)
+        live = still
+    return results
+
+
+def _advance(environment, episode: _Live, sample: Sample, parse, limits: EpisodeLimits, last: bool) -> bool:
+    """Record the sampled turn and step the environment; True while the trajectory goes on."""
+    trajectory = episode.trajectory
+    message = {**parse(sample.completion), "role": "assistant"}
+    message.update(n_tokens=sample.n_tokens, finish_reason=sample.finish_reason, logprob_sum=sample.logprob_sum)
+    trajectory.turns.append(message)
+    try:
+        episode.state, result = environment.step(episode.state, _plain(message))
+    except Exception as exc:
+        _stop(trajectory, "error", {"error": _describe(exc), "at": f"step {len(trajectory.assistant_turns)}"})
+        return False
+    if not isinstance(result, StepResult):
+        _stop(trajectory, "error", {"error": f"step returned {type(result).__name__}, not a StepResult"})
+        return False
+    message["step_info"] = result.info
+    trajectory.turns.extend(dict(m) for m in result.messages)
+    trajectory.reward, trajectory.info = result.reward, result.info
+    if result.done:
+        trajectory.stop_reason = "done"
+        return False
+    if limits.max_tokens is not None and trajectory.n_tokens >= limits.max_tokens:
+        trajectory.stop_reason = "max_tokens"
+        return False
+    if last:
+        trajectory.stop_reason = "max_turns"
+        return False
+    return True
+
+
+TURN_ACCOUNTING = ("n_tokens", "finish_reason", "logprob_sum", "step_info")
+
+
+def _plain(message: dict[str, Any]) -> dict[str, Any]:
+    """A message as the policy and the environment see it (without the stage's accounting)."""
+    return {k: v for k, v in message.items() if k not in TURN_ACCOUNTING}
+
+
+def _conversation(episode: _Live) -> list[dict[str, Any]]:
+    return [*episode.prompt["messages"], *(_plain(t) for t in episode.trajectory.turns)]
+
+
+def _stop(trajectory: Trajectory, reason: str, info: dict[str, Any]) -> None:
+    trajectory.stop_reason = reason
+    trajectory.info = info
+
+
+def _describe(exc: Exception) -> str:
+    return f"{type(exc).__name__}: {exc}"[:500]
+
+
+def by_stop_reason(trajectories: Sequence[Sequence[Trajectory]]) -> dict[str, int]:
+    """How many trajectories stopped for each reason (every reason named, zeros included)."""
+    counts = dict.fromkeys(STOP_REASONS, 0)
+    for per_prompt in trajectories:
+        for t in per_prompt:
+            counts[t.stop_reason] += 1
+    return counts
