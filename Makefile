@@ -57,8 +57,8 @@ repro: install
 	@echo "Dataset: export/ (Hub layout), data/datasets/pairs/ (Parquet), metrics: metrics/validate.json"
 
 # The suite runs on TEST_WORKERS processes (pytest-xdist), a test file on one worker so its module fixtures are built
-# once, in collection order: the longest files (tests/e2e) start first instead of last, as xdist's default order by
-# test count would put them. TEST_WORKERS=0 runs it in this process.
+# once, in collection order: the longest files (tests/e2e; its conftest.py says how they spread over 2 workers) start
+# first instead of last, as xdist's default order by test count would put them. TEST_WORKERS=0: in this process.
 TEST_WORKERS ?= 2
 PYTEST := $(VENV)/bin/pytest -q -ra -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 

@@ -1,4 +1,11 @@
-"""The e2e files' project: the run's one build of the demo DAG (tests/e2e/project.py), copied for each file."""
+"""The e2e files' project: the run's one build of the demo DAG (tests/e2e/project.py), copied for each file.
+
+The file names set the order on `make test`'s 2 workers (whole files, in collection order; xdist gives each worker
+one file, then a second): test_first_hour.py goes to one worker (its `make install` and first hour, about 6
+minutes), test_project_experiments.py to the other (it builds the project, about 5 minutes, then runs the
+experiments), and test_repro.py follows the first hour, when the build is done: no worker waits on the lock, and the
+three longest files are spread over both workers.
+"""
 
 import os
 from pathlib import Path

@@ -2,7 +2,8 @@
 build: writing your own labeler (scaffold, test, `dvc repro`, `dvc exp run`), an assemble override the appeal's
 probe rate refuses, and the same DAG sampled by vLLM's CPU build.
 
-A file of its own so that on `make test`'s workers it runs beside test_dvc_repro.py's checks instead of after them.
+A file of its own so that on `make test`'s workers it runs beside test_repro.py's checks instead of after them
+(tests/e2e/conftest.py says how the file names set the order).
 """
 
 import csv

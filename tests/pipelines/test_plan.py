@@ -1,7 +1,7 @@
 """Budgets on a judge label stage (the real default model judges): a budget stops the stage at whole prompts (by the
 whole output's cost, so the same params give the same bytes), and a rerun with a larger budget finishes without
 repeating a call, after which the plan finds nothing left to send. That the plan equals the calls a run makes, stage
-by stage, is checked on the demo DAG in tests/e2e/test_dvc_repro.py."""
+by stage, is checked on the demo DAG in tests/e2e/test_repro.py."""
 
 import json
 from pathlib import Path

@@ -2,7 +2,7 @@
 
 Beam's own Dask runner loses rows (transforms/stage/dask_runner.py says how); `beam.runner: DaskRunner` selects ours.
 That the stages write the in-process runner's bytes on it is checked once, on the real DAG:
-tests/e2e/test_dvc_repro.py::test_the_dag_on_other_runners_writes_the_same_bytes (and with S3 paths,
+tests/e2e/test_repro.py::test_the_dag_on_other_runners_writes_the_same_bytes (and with S3 paths,
 tests/pipelines/test_object_storage.py).
 """
 
