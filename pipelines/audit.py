@@ -77,8 +77,9 @@ def audit_labeler(
     if uses_groups(cls, config):
         return {**head, "skipped": "compares the rollouts of a prompt: gold rows are single completions"}
     kept = None
-    if cache_dir and packs_digest and not model_based:
-        kept = audit_cache.result_path(cache_dir, cls, config, params.tasks, packs_digest, confidence)
+    if cache_dir and packs_digest:
+        sample = judge_rows if model_based else None  # a judge is measured on a sample of this many rows
+        kept = audit_cache.result_path(cache_dir, cls, config, params.tasks, packs_digest, confidence, sample)
         result = audit_cache.read_result(kept)
         if result is not None:
             log.info("audit: %s (%s): the result kept for this code, config and packs", key, params.labeler)

@@ -1,4 +1,4 @@
-"""validate's audit keeps a rule verifier's settled result beside the label cache and reads it back on a rerun
+"""validate's audit keeps a labeler's settled result beside the label cache and reads it back on a rerun
 (transforms/evaluation/audit_cache.py); `rewardmill audit` always measures. Real code_tests in the sandbox."""
 
 import json
@@ -99,3 +99,27 @@ def test_a_kept_file_that_does_not_parse_is_measured_again(tmp_path, monkeypatch
     kept.write_text("{not json")
     assert audit(LABELERS, folder, cache_dir=cache) == first and seen == [1, 1]
     assert "ignoring the kept result" in stage_log.text
+
+
+def test_a_judge_is_kept_by_its_model_and_sample_size(tmp_path, monkeypatch):
+    """A judge's result is kept too (its calls were replayed from the call cache anyway; keeping it saves loading the
+    model); another sample size (`validate.audit_judge_rows`) or another judge model measures again."""
+    from rewardmill.transforms.labelers import LABELERS as REGISTRY
+    from tests.pipelines.test_audit import MATH, YesJudge, write_packs
+
+    class NoCallCacheJudge(YesJudge):  # a judge without a model (so no call cache): the judge path, no model load
+        set_call_cache = None
+
+    monkeypatch.setitem(REGISTRY, "yes_judge", NoCallCacheJudge)
+    seen = labeled_rows(monkeypatch)
+    folder, cache = write_packs(tmp_path / "packs", MATH), str(tmp_path / "cache/labels")
+    judge = {"appeal": {"labeler": "yes_judge", "tasks": ["math"]}}
+    first = audit(judge, folder, cache_dir=cache, judge_rows=3)
+    assert audit(judge, folder, cache_dir=cache, judge_rows=3) == first and seen == [3]
+    audit(judge, folder, cache_dir=cache, judge_rows=4)
+    assert seen == [3, 4]
+    monkeypatch.setattr(
+        "rewardmill.transforms.labelers.cache.cache_identity", lambda config: {"models": ["other"], "labelers": []}
+    )
+    audit(judge, folder, cache_dir=cache, judge_rows=3)
+    assert seen == [3, 4, 3]

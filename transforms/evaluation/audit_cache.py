@@ -1,11 +1,13 @@
-"""Audit results of rule verifiers, kept between runs: validate measures every configured labeler on the gold packs
-each time it runs, and a rule verifier's result depends only on its code, its config and the pack rows, not on the
-dataset. So a rerun of validate for new data (an experiment on the rollouts, a new weight) reads the result back
-instead of running the packs again; for code_tests that is the never-ending completions' timeouts, about 15 s.
+"""Audit results, kept between runs: validate measures every configured labeler on the gold packs each time it runs,
+and a labeler's result depends only on its code, its config (a judge's model included) and the pack rows, not on
+the dataset. So a rerun of validate for new data (an experiment on the rollouts, a new weight) reads the result back
+instead of running the packs again: for code_tests its never-ending completions' timeouts, for a judge the loading of
+its model (its calls were already replayed from the call cache).
 
-Key: the label cache's namespace of the labeler (its name, version, config and the digest of every file it runs,
-transforms/labelers/cache.py), its params `tasks`, the confidence level and the digest of every pack row. A change
-to any of them measures again. Model-based labelers are not kept here: their calls go through the call cache.
+Key: the label cache's namespace of the labeler (its name, version, config, the identity of every judge model it
+calls, and the digest of every file it runs: transforms/labelers/cache.py), its params `tasks`, the confidence
+level, the digest of every pack row, and for a judge the sample size (`validate.audit_judge_rows`). A change to any
+of them measures again.
 
 A result is kept only when it is settled: each label the label cache would not keep (a timeout, which may be the
 machine's load rather than the code) agrees with its gold row. A correct row that timed out is measured again next
@@ -34,12 +36,23 @@ def rows_digest(rows: list[GoldRow]) -> str:
 
 
 def result_path(
-    label_cache_dir: str, labeler_cls, config: Any, tasks: Any, packs_digest: str, confidence: float
+    label_cache_dir: str,
+    labeler_cls,
+    config: Any,
+    tasks: Any,
+    packs_digest: str,
+    confidence: float,
+    judge_rows: int | None = None,
 ) -> str:
-    ident = json.dumps(
-        {"labeler": namespace(labeler_cls, config), "tasks": tasks, "packs": packs_digest, "confidence": confidence},
-        sort_keys=True,
-    )
+    ident = {
+        "labeler": namespace(labeler_cls, config),
+        "tasks": tasks,
+        "packs": packs_digest,
+        "confidence": confidence,
+    }
+    if judge_rows is not None:  # a model-based labeler's sample size (absent for a rule verifier: keys unchanged)
+        ident["judge_rows"] = judge_rows
+    ident = json.dumps(ident, sort_keys=True)
     name = f"{labeler_cls.name}-{hashlib.sha256(ident.encode()).hexdigest()[:24]}.json"
     return storage.join(storage.parent(label_cache_dir), FOLDER, name)
 
