@@ -9,8 +9,9 @@ from typing import Any
 import apache_beam as beam
 from apache_beam.ml.inference.base import RunInference
 
-from rewardmill.schemas import PROMPT_V1, ROLLOUT_V2
+from rewardmill.schemas import PROMPT_V1, ROLLOUT_V2, ROLLOUT_V3
 from rewardmill.transforms.config import load_section
+from rewardmill.transforms.environments.params import EnvironmentParams
 from rewardmill.transforms.io import storage
 from rewardmill.transforms.io.parquet import ReadStageOutput, WriteSortedParquet, read_rows
 from rewardmill.transforms.planning.budget import BUDGET_REASON, Budget
@@ -57,6 +58,9 @@ class RolloutsConfig:
     # The most this stage sends in one run (a request = one sample; tokens; USD at params `prices` for endpoints);
     # prompts beyond it are rejected with reason `budget`, and a rerun with a larger budget resumes from the cache.
     budget: Budget = field(default_factory=Budget)
+    # Multi-turn episodes in an environment (docs/environments.md): {name, config, max_turns, max_tokens}; null = one
+    # turn per sample, ROLLOUT_V2 as always. Each prompt's n samples become n episodes, written as ROLLOUT_V3.
+    environment: EnvironmentParams | None = None
 
     def __post_init__(self):
         if self.backend not in BACKENDS:
@@ -71,10 +75,21 @@ class RolloutsConfig:
         for name, spec in self.policies.items():
             if spec.backend is not None and spec.backend not in BACKENDS:
                 raise ValueError(f"policies.{name}.backend must be one of {BACKENDS}, got {spec.backend!r}")
-        self.sampling()  # validates the sampling fields
+        if self.environment is not None:
+            others = {self.backend, *(s.backend for s in self.policies.values() if s.backend)} - {"transformers"}
+            if others:
+                raise ValueError(f"environment: episodes run on the transformers backend so far, not {sorted(others)}")
+        self.sampling()  # validates the sampling fields (and resolves the environment: a bad name or config fails)
 
     def sampling(self) -> SamplingParams:
-        return SamplingParams(self.n, self.temperature, self.top_p, self.top_k, self.max_new_tokens, self.seed)
+        episode = self.environment.episode() if self.environment is not None else None
+        return SamplingParams(
+            self.n, self.temperature, self.top_p, self.top_k, self.max_new_tokens, self.seed, episode
+        )
+
+    def schema(self):
+        """ROLLOUT_V2, or ROLLOUT_V3 when an environment runs episodes (schemas/rollout.py)."""
+        return ROLLOUT_V2 if self.environment is None else ROLLOUT_V3
 
     def pool(self, default_model: str) -> list[Member]:
         """The policies to sample, resolved (fingerprints read): `policies`, or this section's one policy."""
@@ -83,7 +98,12 @@ class RolloutsConfig:
 
 
 def model_handler(
-    m: Member, sampling: SamplingParams, total: int, cache: RolloutCache | None = None, label: str | None = None
+    m: Member,
+    sampling: SamplingParams,
+    total: int,
+    cache: RolloutCache | None = None,
+    label: str | None = None,
+    environment: EnvironmentParams | None = None,
 ):
     if m.backend == "openai":
         return OpenAIPolicyHandler(m.openai, sampling, total, cache, label)
@@ -93,7 +113,7 @@ def model_handler(
         return VLLMPolicyHandler(m.model_dir, sampling, dict(m.vllm), total, cache, label)
     from rewardmill.transforms.sampling.transformers_backend import TransformersPolicyHandler
 
-    return TransformersPolicyHandler(m.model_dir, sampling, m.device, total, cache, label)
+    return TransformersPolicyHandler(m.model_dir, sampling, m.device, total, cache, label, environment)
 
 
 def build(
@@ -126,14 +146,14 @@ def build(
             batches
             | f"Generate{step}"
             >> RunInference(
-                model_handler(m, sampling, total, cache, m.name if pooled else None)
+                model_handler(m, sampling, total, cache, m.name if pooled else None, cfg.environment)
             ).with_exception_handling()
         )
         rows.append(generated | f"To rollout rows{step}" >> beam.ParDo(ToRolloutRows(m.info, m.backend, sampling)))
         where = m.name if pooled else None
         failed.append(failures.failed_inferences | f"Failed batches{step}" >> beam.FlatMap(_failed_rejects, where))
     merged = rows[0] if len(rows) == 1 else rows | "Pool rollouts" >> beam.Flatten()
-    _ = merged | "Write rollouts" >> WriteSortedParquet(out_dir, ROLLOUT_V2, _rollout_key, cfg.num_shards)
+    _ = merged | "Write rollouts" >> WriteSortedParquet(out_dir, cfg.schema(), _rollout_key, cfg.num_shards)
     rejected = failed[0] if len(failed) == 1 else failed | "Pool failures" >> beam.Flatten()
     write_rejects(rejected, out_dir)
 
@@ -242,7 +262,7 @@ def main(argv: list[str] | None = None) -> None:
         beam_cfg,
         lambda p, tmp: build(p, cfg, args.prompts, members, total, tmp, args.cache, over),
         ManifestSpec(
-            ROLLOUT_V2,
+            cfg.schema(),
             cfg,
             {"prompts": args.prompts},
             extra={"policies": policies_record(members), "prompts": total}

@@ -9,10 +9,12 @@ from importlib.metadata import entry_points
 
 from rewardmill.transforms.environments.contract import check_environment
 from rewardmill.transforms.environments.feedback import FeedbackEnvironment
+from rewardmill.transforms.environments.python_tool import PythonToolEnvironment
 from rewardmill.transforms.errors import UserError
 
 ENVIRONMENTS = {
     "feedback": FeedbackEnvironment,
+    "python_tool": PythonToolEnvironment,
 }
 ENTRY_POINT_GROUP = "rewardmill.environments"
 

@@ -68,6 +68,23 @@ class ToolEnvironment(Protocol):
 
 
 @runtime_checkable
+class ParsingEnvironment(Protocol):
+    """An environment that reads structure out of the policy's text (tool calls in a text protocol)."""
+
+    def parse(self, text: str, turn: int) -> dict[str, Any]:
+        """The sampled text of assistant turn `turn` (0-based) -> the assistant message ({role, content,
+        tool_calls?}); keys of its own (such as `tool_errors`) reach `step` but not the conversation."""
+        ...
+
+
+@runtime_checkable
+class PromptingEnvironment(Protocol):
+    """An environment that adds a system message to every conversation (a tool protocol the template lacks)."""
+
+    def system_message(self) -> dict[str, str] | None: ...
+
+
+@runtime_checkable
 class ClosingEnvironment(Protocol):
     """An environment that holds something to release when the stage ends (a sandbox pool)."""
 

@@ -14,7 +14,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from rewardmill.transforms.environments.contract import StepResult
+from rewardmill.transforms.environments.contract import (
+    ParsingEnvironment,
+    PromptingEnvironment,
+    StepResult,
+    has_hook,
+)
 from rewardmill.transforms.sampling.params import Sample, sample_seed
 
 STOP_REASONS = ("done", "max_turns", "max_tokens", "error")
@@ -104,12 +109,16 @@ def run_episodes(
     generate: TurnGenerate,
     limits: EpisodeLimits,
     tools: list[dict[str, Any]] | None = None,
-    parse: Callable[[str], dict[str, Any]] | None = None,
 ) -> list[list[Trajectory]]:
     """n trajectories per prompt, in order. Each round samples the next assistant turn of every live trajectory in
-    one `generate` call, then steps each in its environment. `parse` turns a sampled text into the assistant message
-    (default: {"role": "assistant", "content": text}); an environment with tools parses its tool calls there."""
-    parse = parse or (lambda text: {"role": "assistant", "content": text})
+    one `generate` call, then steps each in its environment. A ParsingEnvironment turns the sampled text into the
+    assistant message (its tool calls); else it is {"role": "assistant", "content": text}. A PromptingEnvironment's
+    system message goes first in every conversation."""
+    if has_hook(environment, ParsingEnvironment):
+        parse = environment.parse
+    else:
+        parse = lambda text, turn: {"role": "assistant", "content": text}  # noqa: E731
+    system = environment.system_message() if has_hook(environment, PromptingEnvironment) else None
     results: list[list[Trajectory]] = []
     live: list[_Live] = []
     for prompt in prompts:
@@ -125,7 +134,7 @@ def run_episodes(
     for turn in range(limits.max_turns):
         if not live:
             break
-        requests = [TurnRequest(_conversation(e), turn_seed(e.trajectory.seed, turn), tools) for e in live]
+        requests = [TurnRequest(_conversation(e, system), turn_seed(e.trajectory.seed, turn), tools) for e in live]
         samples = generate(requests)
         if len(samples) != len(requests):
             raise RuntimeError(f"the policy returned {len(samples)} turns for {len(requests)} requests")
@@ -140,11 +149,15 @@ def run_episodes(
 def _advance(environment, episode: _Live, sample: Sample, parse, limits: EpisodeLimits, last: bool) -> bool:
     """Record the sampled turn and step the environment; True while the trajectory goes on."""
     trajectory = episode.trajectory
-    message = {**parse(sample.completion), "role": "assistant"}
+    try:
+        parsed = parse(sample.completion, len(trajectory.assistant_turns))
+    except Exception as exc:  # a parser that fails: the text as the answer, the failure recorded
+        parsed = {"content": sample.completion, "parse_error": _describe(exc)}
+    message = {**parsed, "role": "assistant"}
     message.update(n_tokens=sample.n_tokens, finish_reason=sample.finish_reason, logprob_sum=sample.logprob_sum)
     trajectory.turns.append(message)
     try:
-        episode.state, result = environment.step(episode.state, _plain(message))
+        episode.state, result = environment.step(episode.state, _for_step(message))
     except Exception as exc:
         _stop(trajectory, "error", {"error": _describe(exc), "at": f"step {len(trajectory.assistant_turns)}"})
         return False
@@ -167,15 +180,27 @@ def _advance(environment, episode: _Live, sample: Sample, parse, limits: Episode
 
 
 TURN_ACCOUNTING = ("n_tokens", "finish_reason", "logprob_sum", "step_info")
+PARSE_NOTES = ("tool_errors", "parse_error")  # what a parser tells the environment, not the policy
 
 
-def _plain(message: dict[str, Any]) -> dict[str, Any]:
-    """A message as the policy and the environment see it (without the stage's accounting)."""
+def _for_step(message: dict[str, Any]) -> dict[str, Any]:
+    """A message as the environment sees it: without the stage's accounting."""
     return {k: v for k, v in message.items() if k not in TURN_ACCOUNTING}
 
 
-def _conversation(episode: _Live) -> list[dict[str, Any]]:
-    return [*episode.prompt["messages"], *(_plain(t) for t in episode.trajectory.turns)]
+def _plain(message: dict[str, Any]) -> dict[str, Any]:
+    """A message as the policy sees it: without the stage's accounting or the parser's notes."""
+    return {k: v for k, v in message.items() if k not in TURN_ACCOUNTING and k not in PARSE_NOTES}
+
+
+def _conversation(episode: _Live, system: dict[str, str] | None) -> list[dict[str, Any]]:
+    messages = list(episode.prompt["messages"])
+    if system is not None:
+        if messages and messages[0]["role"] == "system":  # one system message: the protocol, then the prompt's own
+            messages[0] = {"role": "system", "content": f"{system['content']}\n\n{messages[0]['content']}"}
+        else:
+            messages.insert(0, system)
+    return [*messages, *(_plain(t) for t in episode.trajectory.turns)]
 
 
 def _stop(trajectory: Trajectory, reason: str, info: dict[str, Any]) -> None:

@@ -13,10 +13,8 @@ verifier's own rationale (for code: which test failed, and how), as Agent-RLVR-s
 from dataclasses import dataclass, field
 from typing import Any
 
-from rewardmill.transforms.config import from_dict
 from rewardmill.transforms.environments.contract import StepResult
-
-DEFAULT_VERIFIERS = {"math": "math_answer", "code": "code_tests"}
+from rewardmill.transforms.environments.verifiers import DEFAULT_VERIFIERS, TaskVerifiers
 
 
 @dataclass(frozen=True)
@@ -44,30 +42,23 @@ class FeedbackEnvironment:
     Config = FeedbackConfig
 
     def __init__(self, config: FeedbackConfig):
-        from rewardmill.transforms.labelers import get_labeler_class
-
         self.config = config
-        self._verifiers = {}
-        for task, key in config.verifiers.items():
-            cls = get_labeler_class(key)
-            settings = from_dict(cls.Config, config.verifier_config.get(key, {}), f"environment.config.{key}")
-            self._verifiers[task] = cls(settings)
+        self._verifiers = TaskVerifiers(config.verifiers, config.verifier_config)
+
+    def close(self) -> None:
+        self._verifiers.close()
 
     def reset(self, prompt: dict[str, Any]) -> dict[str, Any]:
-        task = prompt["task"]
-        if task not in self._verifiers:
-            known = list(self._verifiers)
-            raise ValueError(f"no verifier for task {task!r} (environment.config.verifiers has {known})")
-        verifier = self._verifiers[task]
-        return {"task": task, "attempts": 0, "row": {k: prompt.get(k) for k in verifier.reads if k != "completion"}}
+        row = self._verifiers.row(prompt)
+        if row is None:
+            known = self._verifiers.tasks()
+            raise ValueError(f"no verifier for task {prompt['task']!r} (environment.config.verifiers has {known})")
+        return {"task": prompt["task"], "attempts": 0, "row": row}
 
     def step(self, state: dict[str, Any], assistant: dict[str, Any]) -> tuple[dict[str, Any], StepResult]:
-        verifier = self._verifiers[state["task"]]
-        row = {**state["row"], "completion": assistant.get("content") or ""}
-        label = verifier.label(*(row[k] for k in verifier.reads))
-        label = label[0] if isinstance(label, list) else label
+        label, verifier = self._verifiers.verdict(state["task"], state["row"], assistant.get("content") or "")
         attempts = state["attempts"] + 1
-        info = {"attempt": attempts, "verdict": label.verdict, "verifier": verifier.name}
+        info = {"attempt": attempts, "verdict": label.verdict, "verifier": verifier}
         new_state = {**state, "attempts": attempts}
         if label.verdict == "correct":
             return new_state, StepResult(done=True, reward=1.0, info=info)

@@ -34,7 +34,6 @@ class LabelerParams:
     max_failed_calls: float = 0.05
 
 
-
 def resolve(name: str, params: LabelerParams):
     cls = get_labeler_class(params.labeler)
     config = from_dict(cls.Config, params.config, f"labelers.{name}.config")

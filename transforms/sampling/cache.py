@@ -25,7 +25,10 @@ Generate = Callable[[list[dict[str, Any]]], list[list[Sample]]]  # prompt rows -
 
 
 def _encode(samples: list[Sample]) -> dict:
-    return {"samples": [asdict(s) for s in samples]}
+    """A prompt's samples as JSON (a single-turn sample without its empty `trajectory`, as entries always were)."""
+    return {
+        "samples": [{k: v for k, v in asdict(s).items() if not (k == "trajectory" and v is None)} for s in samples]
+    }
 
 
 def _decode(item: dict) -> list[Sample]:

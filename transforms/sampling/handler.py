@@ -1,5 +1,8 @@
 """What every policy backend's RunInference handler shares: pre-formed batches in, (prompt row, Sample) pairs out,
-each batch through the rollouts cache, progress with tokens. A backend implements `load_model` and `_generate`."""
+each batch through the rollouts cache, progress with tokens. A backend implements `load_model` and `_generate` (n
+samples per prompt), and `_generate_turns` (one assistant turn per conversation) to run environments: with
+`rollouts.environment` set, a batch's prompts become multi-turn episodes (transforms/environments/episodes.py), every
+live trajectory's next turn in one `_generate_turns` call."""
 
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -9,7 +12,7 @@ from apache_beam.ml.inference.base import ModelHandler
 from rewardmill.transforms.io import timings
 from rewardmill.transforms.io.progress import Progress
 from rewardmill.transforms.sampling.cache import RolloutCache
-from rewardmill.transforms.sampling.params import Sample
+from rewardmill.transforms.sampling.params import Sample, SamplingParams
 
 
 class PolicyHandler(ModelHandler):
@@ -17,31 +20,50 @@ class PolicyHandler(ModelHandler):
     deterministic order, so Beam's own batching is off (one element per call): generation depends only on the
     data, never on bundle boundaries."""
 
-    def __init__(self, cache: RolloutCache, total_prompts: int | None, label: str | None = None):
+    sampling: SamplingParams  # every backend sets it
+
+    def __init__(self, cache: RolloutCache, total_prompts: int | None, label: str | None = None, environment=None):
         super().__init__()
         self.cache = cache
         self.total_prompts = total_prompts
         self.label = label  # a pool member's name
+        self.environment = environment  # EnvironmentParams, or None: one turn per sample
         self._progress = None
+        self._env = None  # the environment, built on the worker on first use
 
     def _generate(self, model, prompts: list[dict[str, Any]]) -> list[list[Sample]]:
         raise NotImplementedError
+
+    def _generate_turns(self, model, requests: list) -> list[Sample]:
+        """One assistant turn per TurnRequest (conversation, seed, tools), in order."""
+        raise NotImplementedError(f"{type(self).__name__} cannot run environments yet")
 
     def run_inference(self, batch: Sequence[list[dict[str, Any]]], model, inference_args=None) -> Iterable:
         if self._progress is None:
             what = f"rollouts[{self.label}]" if self.label else "rollouts"
             self._progress = Progress(what, self.total_prompts, unit="prompt")
         for prompts in batch:
-            samples = self.cache.sample(prompts, lambda todo: self._timed_generate(model, todo))
+            samples = self.cache.sample(prompts, lambda todo: self._sample(model, todo))
             self._progress.update(len(prompts), sum(s.n_tokens for per in samples for s in per))
             yield [(prompt, s) for prompt, per in zip(prompts, samples, strict=True) for s in per]
+
+    def _sample(self, model, prompts: list[dict[str, Any]]) -> list[list[Sample]]:
+        if self.environment is None:
+            return self._timed_generate(model, prompts)
+        from rewardmill.transforms.environments.rollouts import run_batch
+
+        if self._env is None:
+            cls, config = self.environment.resolve()
+            self._env = cls(config)
+        return run_batch(self._env, self.environment.limits(), prompts, self.sampling, self._timed_turns(model))
 
     def _timed_generate(self, model, prompts: list[dict[str, Any]]) -> list[list[Sample]]:
         with timings.timed("generate"):
             return self._generate(model, prompts)
 
-    def batch_elements_kwargs(self):
-        return {"min_batch_size": 1, "max_batch_size": 1}
+    def _timed_turns(self, model):
+        def generate(requests: list) -> list[Sample]:
+            with timings.timed("generate"):
+                return self._generate_turns(model, requests)
 
-    def get_metrics_namespace(self) -> str:
-        return "rewardmill_rollouts"
+        return generate

@@ -15,6 +15,7 @@ class Sample:
     n_tokens: int
     finish_reason: str  # stop | length
     logprob_sum: float | None
+    trajectory: dict | None = None  # an environment's episode: ROLLOUT_V3's trajectory columns (environments/)
 
 
 @dataclass(frozen=True)
@@ -23,8 +24,9 @@ class SamplingParams:
     temperature: float = 0.8
     top_p: float = 1.0
     top_k: int = 0  # 0 = off
-    max_new_tokens: int = 256
+    max_new_tokens: int = 256  # per assistant turn
     seed: int = 0
+    episode: str | None = None  # an environment's identity and limits (canonical JSON); None: one turn
 
     def __post_init__(self):
         if self.n < 1:
@@ -37,8 +39,10 @@ class SamplingParams:
             raise ValueError("top_k must be >= 0 and max_new_tokens >= 1")
 
     def to_json(self, backend: str) -> str:
-        """Canonical JSON of everything that determines a sample (the backend samples differently)."""
-        return json.dumps({**asdict(self), "backend": backend}, sort_keys=True, separators=(",", ":"))
+        """Canonical JSON of everything that determines a sample (the backend samples differently; an environment's
+        episode is part of it, and absent for one turn, so single-turn sampling keeps its JSON and rollout ids)."""
+        fields = {k: v for k, v in asdict(self).items() if not (k == "episode" and v is None)}
+        return json.dumps({**fields, "backend": backend}, sort_keys=True, separators=(",", ":"))
 
 
 def _hash_int(*parts: object) -> int:

@@ -53,7 +53,8 @@ class ToRolloutRows(beam.DoFn):
 
 
 def to_rollout_row(prompt: dict[str, Any], sample, policy, backend: str, sampling_json: str) -> dict[str, Any]:
-    return {
+    """A ROLLOUT_V2 row, or with an environment's episode (sample.trajectory) a ROLLOUT_V3 row."""
+    row = {
         "rollout_id": rollout_id(prompt["prompt_id"], policy.fingerprint, sampling_json, sample.index, sample.seed),
         "prompt_id": prompt["prompt_id"],
         "task": prompt["task"],
@@ -72,3 +73,4 @@ def to_rollout_row(prompt: dict[str, Any], sample, policy, backend: str, samplin
         "sampling": sampling_json,
         "seed": sample.seed,
     }
+    return row if sample.trajectory is None else {**row, **sample.trajectory}

@@ -8,7 +8,12 @@ from rewardmill.transforms.io import timings
 from rewardmill.transforms.sampling.cache import RolloutCache
 from rewardmill.transforms.sampling.handler import PolicyHandler
 from rewardmill.transforms.sampling.params import Sample, SamplingParams
-from rewardmill.transforms.sampling.transformers_generate import LoadedPolicy, generate_samples, load_policy
+from rewardmill.transforms.sampling.transformers_generate import (
+    LoadedPolicy,
+    generate_samples,
+    generate_turns,
+    load_policy,
+)
 
 log = logging.getLogger("rewardmill")
 
@@ -24,8 +29,9 @@ class TransformersPolicyHandler(PolicyHandler):
         total_prompts: int | None = None,
         cache: RolloutCache | None = None,  # prompts sampled before (same policy and params) are reused
         label: str | None = None,  # a pool member's name, for the progress lines
+        environment=None,  # EnvironmentParams: multi-turn episodes instead of single samples
     ):
-        super().__init__(cache or RolloutCache(None, "", "transformers", sampling), total_prompts, label)
+        super().__init__(cache or RolloutCache(None, "", "transformers", sampling), total_prompts, label, environment)
         self.model_dir = model_dir
         self.sampling = sampling
         self.device = device
@@ -41,3 +47,7 @@ class TransformersPolicyHandler(PolicyHandler):
         return generate_samples(
             model, [p["messages"] for p in prompts], [p["prompt_id"] for p in prompts], self.sampling
         )
+
+    def _generate_turns(self, model: LoadedPolicy, requests: list) -> list[Sample]:
+        tools = requests[0].tools if requests else None  # one environment: the same tools for every request
+        return generate_turns(model, [r.messages for r in requests], [r.seed for r in requests], self.sampling, tools)

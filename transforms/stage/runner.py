@@ -22,6 +22,7 @@ from rewardmill.transforms.stage.worker_threads import shared_cores
 
 log = logging.getLogger("rewardmill")
 
+
 @dataclass(frozen=True)
 class BeamConfig:
     """params `beam`: which Beam runner executes every stage."""

@@ -140,13 +140,12 @@ def test_a_trajectory_fits_the_v3_rollout_columns():
     from rewardmill.schemas.trajectory import TURN
     from rewardmill.transforms.environments.columns import trajectory_columns
 
-    def with_call(text):
-        call = {"id": "c1", "type": "function", "function": {"name": "python", "arguments": {"code": "1+1"}}}
-        return {"role": "assistant", "content": text, "tool_calls": [call]}
+    class WithCall(UntilFour):
+        def parse(self, text, turn):
+            call = {"id": "c1", "type": "function", "function": {"name": "python", "arguments": {"code": "1+1"}}}
+            return {"role": "assistant", "content": text, "tool_calls": [call]}
 
-    (per_prompt,) = run_episodes(
-        UntilFour(), [prompt("a")], 1, 0, Scripted(["3", "4"]), EpisodeLimits(), parse=with_call
-    )
+    (per_prompt,) = run_episodes(WithCall(), [prompt("a")], 1, 0, Scripted(["3", "4"]), EpisodeLimits())
     columns = trajectory_columns(per_prompt[0], UntilFour(), [{"type": "function", "function": {"name": "python"}}])
     names = [f.name for f in ROLLOUT_V3][-7:]
     assert sorted(k for k in columns if k in names) == sorted(names)

@@ -1,0 +1,88 @@
+"""The rollouts stage with `rollouts.environment: feedback` on the real default model: ROLLOUT_V3 rows whose turns,
+stop reasons and outcome rewards hold together, the same bytes from the cache, the same episodes sampled anew in
+other batches, and a label stage that reads them as it reads single-turn rollouts."""
+
+import json
+
+import pyarrow.parquet as pq
+import pytest
+
+from rewardmill.pipelines import label as label_stage
+from rewardmill.pipelines import rollouts
+from rewardmill.schemas import ROLLOUT_V3
+from rewardmill.transforms.config import ConfigError
+from rewardmill.transforms.errors import UserError
+from rewardmill.transforms.io.parquet import read_rows
+from tests.conftest import tiny_params
+from tests.pipelines.stage_data import make_prompts
+
+SHARD = "part-00000-of-00001.parquet"
+
+
+@pytest.fixture
+def inputs(tmp_path, params_file, policy_dir):
+    params = tiny_params()
+    params["prompts"]["sources"] = params["prompts"]["sources"][:1]  # arithmetic: math_answer verifies it
+    params["prompts"]["sources"][0].update(count=3)
+    params["rollouts"].update(n=2, max_new_tokens=12, batch_size=4)
+    params["rollouts"]["environment"] = {"name": "feedback", "config": {"max_attempts": 3}, "max_turns": 3}
+    prompts = make_prompts(tmp_path, params_file, params)
+    return params, prompts, policy_dir
+
+
+def run_stage(tmp_path, params_file, params, prompts, model, name, cache=None):
+    params_file(params)
+    out = tmp_path / name
+    argv = ["--prompts", str(prompts), "--model", str(model), "--out", str(out)]
+    rollouts.main(argv + (["--cache", str(cache)] if cache else []))
+    return out
+
+
+def test_feedback_episodes_are_v3_rows_that_hold_together(tmp_path, params_file, inputs):
+    params, prompts, model = inputs
+    cache = tmp_path / "cache"
+    first = run_stage(tmp_path, params_file, params, prompts, model, "r1", cache)
+    table = pq.read_table(first / SHARD)
+    assert table.schema.equals(ROLLOUT_V3, check_metadata=True)
+    rows = table.to_pylist()
+    assert len(rows) == 3 * 2
+    manifest = json.loads((first / "_manifest.json").read_text())
+    assert manifest["schema"] == "rollout_v3" and manifest["rows"] == 6 and manifest["rejects"] == {}
+    for r in rows:
+        assistant = [t for t in r["turns"] if t["role"] == "assistant"]
+        assert 1 <= len(assistant) <= 3 and r["completion"] == (assistant[-1]["content"] or "")
+        assert r["n_tokens"] == sum(t["n_tokens"] for t in assistant)
+        assert r["environment"]["name"] == "feedback" and json.loads(r["environment"]["config"])["max_attempts"] == 3
+        assert json.loads(r["sampling"])["episode"]  # the episode is part of the sampling identity (and rollout_id)
+        verdicts = [json.loads(t["info"])["verdict"] for t in assistant]
+        assert r["stop_reason"] == "done" and r["env_reward"] == (1.0 if verdicts[-1] == "correct" else 0.0)
+        assert "correct" not in verdicts[:-1]  # the episode ends at the first correct answer
+        feedback = [t for t in r["turns"] if t["role"] == "user"]
+        assert len(feedback) == len(assistant) - 1 and all(r["reference"] not in t["content"] for t in feedback)
+
+    again = run_stage(tmp_path, params_file, params, prompts, model, "r2", cache)  # every episode from the cache
+    assert (first / SHARD).read_bytes() == (again / SHARD).read_bytes()
+    params["rollouts"]["batch_size"] = 1  # sampled anew in other batches: the same episodes
+    single = read_rows(str(run_stage(tmp_path, params_file, params, prompts, model, "r3")))
+    assert [(r["rollout_id"], r["turns"]) for r in single] == [(r["rollout_id"], r["turns"]) for r in rows]
+
+    out = tmp_path / "labels"  # a single-turn labeler reads the final answer, as the environment judged it
+    label_stage.main(["math_answer", "--rollouts", str(first), "--out", str(out)])
+    labels = read_rows(str(out))
+    by_id = {r["rollout_id"]: r for r in rows}
+    assert len(labels) == 6
+    for label in labels:
+        rollout = by_id[label["rollout_id"]]
+        assert (label["verdict"] == "correct") == (rollout["env_reward"] == 1.0), (label, rollout["turns"])
+
+
+def test_an_unknown_environment_or_backend_is_refused_before_any_work(tmp_path, params_file, inputs):
+    params, prompts, model = inputs
+    params["rollouts"]["environment"]["name"] = "nope"
+    with pytest.raises(UserError, match="unknown environment 'nope'; known: .*feedback"):
+        run_stage(tmp_path, params_file, params, prompts, model, "bad")
+    params["rollouts"]["environment"]["name"] = "feedback"
+    params["rollouts"]["backend"] = "vllm"
+    with pytest.raises((ConfigError, SystemExit), match="transformers backend so far"):
+        run_stage(tmp_path, params_file, params, prompts, model, "bad2")
+    assert not (tmp_path / "bad").exists() and not (tmp_path / "bad2").exists()

@@ -1,0 +1,122 @@
+"""transforms/environments/python_tool.py in the real bwrap sandbox: issue 35's table of bad tool calls and bad
+tools (malformed JSON, an unknown tool, a hang, a crash, 1 MB of output, a network attempt). Each is recorded in
+the trajectory and counted, and no episode, let alone the stage, crashes."""
+
+import json
+import socket
+
+import pytest
+
+from rewardmill.transforms.environments.episodes import EpisodeLimits, by_stop_reason, run_episodes
+from rewardmill.transforms.environments.python_tool import PythonToolConfig, PythonToolEnvironment
+from rewardmill.transforms.sampling.params import Sample
+
+pytestmark = pytest.mark.slow  # sandbox runs, one of them a timeout
+
+MATH = {"prompt_id": "m", "task": "math", "messages": [{"role": "user", "content": "What is 6*7?"}], "reference": "42"}
+
+
+def call(code: str) -> str:
+    return "<tool_call>" + json.dumps({"name": "python", "arguments": {"code": code}}) + "</tool_call>"
+
+
+def answers(*texts: str):
+    def generate(requests):
+        out = []
+        for r in requests:
+            k = sum(m["role"] == "assistant" for m in r.messages)
+            out.append(Sample(0, r.seed, texts[min(k, len(texts) - 1)], 3, "stop", -1.0))
+        return out
+
+    return generate
+
+
+@pytest.fixture(scope="module")
+def env():
+    environment = PythonToolEnvironment(PythonToolConfig(timeout_seconds=2, max_output_chars=500))
+    yield environment
+    environment.close()
+
+
+def episode(env, first: str, final: str = "The answer is \\boxed{42}."):
+    (per_prompt,) = run_episodes(env, [MATH], 1, 0, answers(first, final), EpisodeLimits(max_turns=3))
+    return per_prompt[0]
+
+
+def tool_reply(t) -> str:
+    (reply,) = [m for m in t.turns if m["role"] == "tool"]
+    return reply["content"]
+
+
+def test_a_good_call_runs_and_the_final_answer_is_verified(env):
+    t = episode(env, "Let me check. " + call("print(6 * 7)"))
+    assert t.turns[0]["tool_calls"][0]["function"]["arguments"] == {"code": "print(6 * 7)"}
+    assert tool_reply(t) == "42" and t.turns[1]["tool_call_id"] == t.turns[0]["tool_calls"][0]["id"]
+    assert t.stop_reason == "done" and t.reward == 1.0 and t.info == {"calls": 1, "verdict": "correct"}
+
+
+@pytest.mark.parametrize(
+    "first, reply_has, counted",
+    [
+        (
+            '<tool_call>{"name": "python", "arguments": {"code": </tool_call>',
+            "error: the call is not JSON",
+            "tool_errors",
+        ),
+        (
+            '<tool_call>{"name": "shell", "arguments": {"cmd": "ls"}}</tool_call>',
+            "unknown tool 'shell'",
+            "tool_errors",
+        ),
+        (call("while True:\n    pass"), "[killed: exceeded 2", "timeouts"),
+        (call("import os\nos._exit(3)"), "[exit 3]", "crashes"),
+        (call("raise SystemExit('boom')"), "boom", "crashes"),
+        (call("print('x' * 1_000_000)"), "[output cut]", "truncated"),
+    ],
+)
+def test_bad_calls_and_bad_tools_are_recorded_and_counted(env, first, reply_has, counted):
+    t = episode(env, first)
+    assert reply_has in tool_reply(t) and len(tool_reply(t)) < 600
+    assert t.turns[0]["step_info"][counted] == 1
+    assert t.stop_reason == "done" and t.reward == 1.0  # the episode went on to its answer
+    assert by_stop_reason([[t]])["error"] == 0
+
+
+def test_a_network_attempt_fails_inside_the_sandbox(env):
+    with socket.socket() as server:  # a server the test process can reach: the tool's code must not
+        server.bind(("127.0.0.1", 0))
+        server.listen(1)
+        port = server.getsockname()[1]
+        code = (
+            "import socket\n"
+            "try:\n"
+            f"    socket.create_connection(('127.0.0.1', {port}), timeout=1)\n"
+            "    print('CONNECTED')\n"
+            "except OSError as e:\n"
+            "    print('blocked', type(e).__name__)"
+        )
+        t = episode(env, call(code))
+    assert "blocked" in tool_reply(t) and "CONNECTED" not in tool_reply(t)
+
+
+def test_calls_past_max_calls_are_refused():
+    environment = PythonToolEnvironment(PythonToolConfig(max_calls=1))
+    try:
+        t = episode(environment, call("print(1)") + call("print(2)"))
+    finally:
+        environment.close()
+    replies = [m["content"] for m in t.turns if m["role"] == "tool"]
+    assert replies[0] == "1" and "no more tool calls" in replies[1]
+    assert t.turns[0]["step_info"] == {"calls": 1, "tool_errors": 1, "timeouts": 0, "crashes": 0, "truncated": 0}
+
+
+def test_the_protocol_reaches_the_policy_as_a_system_message(env):
+    seen = []
+
+    def generate(requests):
+        seen.extend(r.messages for r in requests)
+        return [Sample(0, r.seed, "42", 1, "stop", -1.0) for r in requests]
+
+    run_episodes(env, [MATH], 1, 0, generate, EpisodeLimits())
+    assert seen[0][0]["role"] == "system" and "<tool_call>" in seen[0][0]["content"]
+    assert seen[0][1:] == MATH["messages"]

@@ -1,0 +1,137 @@
+"""`python_tool`: the policy may call a sandboxed Python tool before it answers.
+
+Each assistant turn may call `python` with `{"code": "..."}` (the text protocol of tool_calls.py, or a template's
+native tool calls). The code runs in the code_tests sandbox (transforms/sandbox: bubblewrap, no network, a
+read-only root, memory, process, file and time limits); its stdout, stderr and how it ended come back as the tool
+message, cut to `max_output_chars`. A turn without a tool call is the final answer: the episode ends, and the
+answer is verified by the prompt's task (math_answer, code_tests: as in `feedback`) for the outcome reward, None
+for a task with no verifier.
+
+Whatever the policy or its code does is a recorded result, never a crash of the stage: a malformed call, an
+unknown tool or bad arguments get a tool error message; code that hangs is killed at the timeout, one that crashes
+reports its exit, a flood of output is cut, a network attempt fails inside the sandbox. Each is counted in the
+step's info (`tool_errors`, `timeouts`, `crashes`, `truncated`). After `max_calls` calls the tool refuses further
+calls and asks for the final answer.
+"""
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from rewardmill.transforms.environments.contract import StepResult
+from rewardmill.transforms.environments.tool_calls import parse_tool_calls, protocol_prompt
+from rewardmill.transforms.environments.verifiers import DEFAULT_VERIFIERS, TaskVerifiers
+
+TOOL = {
+    "type": "function",
+    "function": {
+        "name": "python",
+        "description": "Run Python code (standard library only, no network) and return what it prints.",
+        "parameters": {
+            "type": "object",
+            "properties": {"code": {"type": "string", "description": "the code to run"}},
+            "required": ["code"],
+        },
+    },
+}
+
+
+@dataclass(frozen=True)
+class PythonToolConfig:
+    timeout_seconds: float = 5.0  # wall clock per call; the code is killed then
+    memory_mb: int = 256  # address space of the code's process
+    max_output_chars: int = 2000  # of stdout + stderr in the tool message; the rest is cut, and said so
+    max_calls: int = 4  # tool calls per trajectory; then the tool refuses and asks for the answer
+    system_prompt: bool = True  # add the text protocol's system message (for templates without a tool format)
+    verifiers: dict[str, str] = field(default_factory=lambda: dict(DEFAULT_VERIFIERS))
+    verifier_config: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def __post_init__(self):
+        if not self.timeout_seconds > 0 or self.memory_mb < 16 or self.max_output_chars < 1 or self.max_calls < 0:
+            raise ValueError("timeout_seconds > 0, memory_mb >= 16, max_output_chars >= 1 and max_calls >= 0")
+
+
+class PythonToolEnvironment:
+    name = "python_tool"
+    version = "1"
+    Config = PythonToolConfig
+
+    def __init__(self, config: PythonToolConfig):
+        from rewardmill.transforms.sandbox.runner import Sandbox
+
+        self.config = config
+        self.sandbox = Sandbox()
+        self._verifiers = TaskVerifiers(config.verifiers, config.verifier_config)
+
+    def tools(self) -> list[dict[str, Any]]:
+        return [TOOL]
+
+    def system_message(self) -> dict[str, str] | None:
+        return {"role": "system", "content": protocol_prompt([TOOL])} if self.config.system_prompt else None
+
+    def parse(self, text: str, turn: int) -> dict[str, Any]:
+        parsed = parse_tool_calls(text, turn, {"python"})
+        return {**parsed.message, "tool_errors": parsed.errors} if parsed.errors else parsed.message
+
+    def close(self) -> None:
+        self._verifiers.close()
+
+    def reset(self, prompt: dict[str, Any]) -> dict[str, Any]:
+        return {"task": prompt["task"], "calls": 0, "row": self._verifiers.row(prompt)}
+
+    def step(self, state: dict[str, Any], assistant: dict[str, Any]) -> tuple[dict[str, Any], StepResult]:
+        calls, errors = assistant.get("tool_calls") or [], assistant.get("tool_errors") or []
+        if not calls and not errors:  # the final answer
+            return state, self._final(state, assistant.get("content") or "")
+        messages, counts = [], {"tool_errors": len(errors), "timeouts": 0, "crashes": 0, "truncated": 0}
+        for error in errors:
+            messages.append(_tool_message(error["id"], f"error: {error['error']}"))
+        used = state["calls"]
+        for call in calls:
+            if used >= self.config.max_calls:
+                text = f"error: no more tool calls ({self.config.max_calls} used); give your final answer"
+                counts["tool_errors"] += 1
+            else:
+                used += 1
+                text = self._run(call["function"]["arguments"], counts)
+            messages.append(_tool_message(call["id"], text))
+        info = {"calls": used, **counts}
+        return {**state, "calls": used}, StepResult(messages=messages, info=info)
+
+    def _run(self, arguments: dict[str, Any], counts: dict[str, int]) -> str:
+        from rewardmill.transforms.sandbox.runner import SandboxLimits
+
+        code = arguments.get("code")
+        if not isinstance(code, str):
+            counts["tool_errors"] += 1
+            return "error: `code` must be a string"
+        limits = SandboxLimits(
+            timeout_seconds=self.config.timeout_seconds,
+            memory_mb=self.config.memory_mb,
+            max_output_bytes=4 * self.config.max_output_chars,
+        )
+        result = self.sandbox.run(code, "", limits)
+        if result.sandbox_error:
+            counts["crashes"] += 1
+            return f"error: the sandbox could not run the code ({result.sandbox_error})"
+        output = result.stdout + (f"\n[stderr]\n{result.stderr}" if result.stderr else "")
+        if result.timed_out:
+            counts["timeouts"] += 1
+            output += f"\n[killed: exceeded {self.config.timeout_seconds}s]"
+        elif result.exit_code != 0:
+            counts["crashes"] += 1
+            output += f"\n[exit {result.exit_code if result.exit_code is not None else 'by signal'}]"
+        if len(output) > self.config.max_output_chars or result.stdout_truncated or result.stderr_truncated:
+            counts["truncated"] += 1
+            output = output[: self.config.max_output_chars] + "\n[output cut]"
+        return output.strip() or "(no output)"
+
+    def _final(self, state: dict[str, Any], answer: str) -> StepResult:
+        if state["row"] is None:  # a task with no verifier: no outcome reward
+            return StepResult(done=True, reward=None, info={"calls": state["calls"], "verdict": None})
+        label, _ = self._verifiers.verdict(state["task"], state["row"], answer)
+        reward = 1.0 if label.verdict == "correct" else 0.0
+        return StepResult(done=True, reward=reward, info={"calls": state["calls"], "verdict": label.verdict})
+
+
+def _tool_message(call_id: str, content: str) -> dict[str, str]:
+    return {"role": "tool", "tool_call_id": call_id, "name": "python", "content": content}

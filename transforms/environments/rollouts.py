@@ -1,0 +1,31 @@
+"""A batch of prompts as environment episodes, in the shape the rollouts stage caches and writes: n Samples per
+prompt, each carrying its trajectory's ROLLOUT_V3 columns."""
+
+from typing import Any
+
+from rewardmill.transforms.environments.columns import trajectory_columns
+from rewardmill.transforms.environments.contract import ToolEnvironment, has_hook
+from rewardmill.transforms.environments.episodes import EpisodeLimits, Trajectory, TurnGenerate, run_episodes
+from rewardmill.transforms.sampling.params import Sample, SamplingParams
+
+
+def run_batch(
+    environment, limits: EpisodeLimits, prompts: list[dict[str, Any]], sp: SamplingParams, generate: TurnGenerate
+) -> list[list[Sample]]:
+    """sp.n trajectories per prompt (seeded as single-turn samples are), each as a Sample with `trajectory` set."""
+    tools = environment.tools() if has_hook(environment, ToolEnvironment) else None
+    trajectories = run_episodes(environment, prompts, sp.n, sp.seed, generate, limits, tools)
+    return [[as_sample(t, environment, tools) for t in per_prompt] for per_prompt in trajectories]
+
+
+def as_sample(trajectory: Trajectory, environment, tools: list[dict[str, Any]] | None) -> Sample:
+    columns = trajectory_columns(trajectory, environment, tools)
+    return Sample(
+        index=trajectory.index,
+        seed=trajectory.seed,
+        completion=columns.pop("completion"),
+        n_tokens=columns.pop("n_tokens"),
+        finish_reason=columns.pop("finish_reason"),
+        logprob_sum=columns.pop("logprob_sum"),
+        trajectory=columns,
+    )
