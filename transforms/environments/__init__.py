@@ -11,6 +11,7 @@ from rewardmill.transforms.environments.contract import check_environment
 from rewardmill.transforms.environments.feedback import FeedbackEnvironment
 from rewardmill.transforms.environments.python_tool import PythonToolEnvironment
 from rewardmill.transforms.errors import UserError
+from rewardmill.transforms.labelers.contract import find_plugin
 
 ENVIRONMENTS = {
     "feedback": FeedbackEnvironment,
@@ -24,11 +25,7 @@ class UnknownEnvironment(UserError):
 
 
 def get_environment_class(key: str):
-    if key in ENVIRONMENTS:
-        return ENVIRONMENTS[key]
-    for ep in entry_points(group=ENTRY_POINT_GROUP):
-        if ep.name == key:
-            where = f"environment entry point {ep.name!r} ({ep.value}, group {ENTRY_POINT_GROUP})"
-            return check_environment(ep.load(), where)
-    known = sorted({*ENVIRONMENTS, *(ep.name for ep in entry_points(group=ENTRY_POINT_GROUP))})
-    raise UnknownEnvironment(f"unknown environment {key!r}; known: {known}")
+    installed = lambda: entry_points(group=ENTRY_POINT_GROUP)  # noqa: E731
+    return find_plugin(
+        key, ENVIRONMENTS, ENTRY_POINT_GROUP, installed, check_environment, "environment", UnknownEnvironment
+    )

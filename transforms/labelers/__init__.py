@@ -9,7 +9,7 @@ from importlib.metadata import entry_points
 
 from rewardmill.transforms.errors import UserError
 from rewardmill.transforms.labelers.code_tests import CodeTestsVerifier
-from rewardmill.transforms.labelers.contract import check_labeler
+from rewardmill.transforms.labelers.contract import check_labeler, find_plugin
 from rewardmill.transforms.labelers.format import FormatVerifier
 from rewardmill.transforms.labelers.instruction_following import InstructionFollowingVerifier
 from rewardmill.transforms.labelers.length import LengthPenaltyVerifier
@@ -53,10 +53,5 @@ class UnknownLabeler(UserError, KeyError):
 
 
 def get_labeler_class(key: str):
-    if key in LABELERS:
-        return LABELERS[key]
-    for ep in entry_points(group=ENTRY_POINT_GROUP):
-        if ep.name == key:
-            return check_labeler(ep.load(), f"labeler entry point {ep.name!r} ({ep.value}, group {ENTRY_POINT_GROUP})")
-    known = sorted({*LABELERS, *(ep.name for ep in entry_points(group=ENTRY_POINT_GROUP))})
-    raise UnknownLabeler(f"unknown labeler {key!r}; known: {known}")
+    installed = lambda: entry_points(group=ENTRY_POINT_GROUP)  # noqa: E731 (looked up here: tests replace it)
+    return find_plugin(key, LABELERS, ENTRY_POINT_GROUP, installed, check_labeler, "labeler", UnknownLabeler)

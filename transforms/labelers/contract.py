@@ -224,3 +224,17 @@ def check_plugin(cls: Any, protocol: type, where: str, error: type[Exception], k
     if not (isinstance(cls.Config, type) and dataclasses.is_dataclass(cls.Config)):
         raise error(f"{where}: {cls.__qualname__}.Config must be a dataclass of its settings")
     return cls
+
+
+def find_plugin(key: str, builtins: dict[str, Any], group: str, installed, check, kind: str, unknown: type) -> Any:
+    """The class registered as `key`: a built-in (they win on a name clash), else the entry point of that name among
+    `installed()` (the group's entry points; read only when `key` is not built in), passed through
+    `check(cls, where)`; else `unknown` naming every known key. Labelers and environments are looked up here."""
+    if key in builtins:
+        return builtins[key]
+    eps = list(installed())
+    for ep in eps:
+        if ep.name == key:
+            return check(ep.load(), f"{kind} entry point {ep.name!r} ({ep.value}, group {group})")
+    known = sorted({*builtins, *(ep.name for ep in eps)})
+    raise unknown(f"unknown {kind} {key!r}; known: {known}")
