@@ -73,7 +73,7 @@ def main(argv: list[str] | None = None) -> None:
     with tempfile.TemporaryDirectory() as work:
         model = args.model
         if model is None:
-            from rewardmill.transforms.sampling.policy import materialize
+            from rewardmill.transforms.sampling.materialize import materialize
 
             model = str(Path(work) / "policy")
             materialize("builtin:smollm2-135m-instruct", Path(model), "SmolLM2-135M-Instruct")

@@ -25,7 +25,7 @@ from rewardmill.schemas import ROLLOUT_V2
 from rewardmill.transforms.io.parquet import read_rows, rows_to_table, write_table
 from rewardmill.transforms.labelers.normalize import normalize_output
 from rewardmill.transforms.labelers.reward_model import RewardModelConfig, RewardModelScorer
-from rewardmill.transforms.sampling.policy import materialize
+from rewardmill.transforms.sampling.materialize import materialize
 from rewardmill.transforms.sources.arithmetic import generate
 from rewardmill.transforms.sources.normalize import normalize
 from rewardmill.transforms.stage.runner import BeamConfig, run_pipeline

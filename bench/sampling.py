@@ -26,7 +26,7 @@ import torch
 from rewardmill.pipelines.rollouts import RolloutsConfig, build
 from rewardmill.schemas import PROMPT_V1
 from rewardmill.transforms.io.parquet import read_rows, rows_to_table, write_table
-from rewardmill.transforms.sampling.policy import materialize
+from rewardmill.transforms.sampling.materialize import materialize
 from rewardmill.transforms.sampling.transformers_generate import chat_texts, load_policy
 from rewardmill.transforms.sources.arithmetic import generate
 from rewardmill.transforms.sources.normalize import normalize

@@ -40,7 +40,7 @@ def main() -> None:
     from rewardmill.pipelines.rollouts import RolloutsConfig
     from rewardmill.schemas import PROMPT_V1
     from rewardmill.transforms.io.parquet import rows_to_table, write_table
-    from rewardmill.transforms.sampling.policy import materialize
+    from rewardmill.transforms.sampling.materialize import materialize
     from rewardmill.transforms.sampling.transformers_generate import chat_texts
     from rewardmill.transforms.sampling.vllm_backend import vllm_sampling_kwargs
     from rewardmill.transforms.sampling.vllm_engine import engine, shutdown_engines

@@ -75,7 +75,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="rewardmill-bench-") as tmp:
         model_dir = args.model
         if model_dir is None:
-            from rewardmill.transforms.sampling.policy import materialize
+            from rewardmill.transforms.sampling.materialize import materialize
 
             model_dir = tmp
             materialize("builtin:smollm2-135m-instruct", model_dir, "SmolLM2-135M-Instruct")

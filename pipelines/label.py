@@ -47,7 +47,13 @@ from rewardmill.transforms.planning.stages import load_prices, plan_paths
 from rewardmill.transforms.stage.budget import StageBudget
 from rewardmill.transforms.stage.conservation import ConservationError, id_frame, labeled_or_rejected, reconcile
 from rewardmill.transforms.stage.outputs import count_rejects, count_rows, write_rejects
-from rewardmill.transforms.stage.runner import absolute_args, counter_totals, load_beam_config, setup_logging
+from rewardmill.transforms.stage.runner import (
+    absolute_args,
+    cache_arg,
+    counter_totals,
+    load_beam_config,
+    setup_logging,
+)
 from rewardmill.transforms.stage.skeleton import ManifestSpec, run_stage
 
 NOT_APPLICABLE_FILE = "_not_applicable.json"
@@ -214,7 +220,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--cache", default=None, help="per-record label cache folder (kept across runs)")
     parser.add_argument("--cache-flush-every", type=int, default=64, help="labels per cache segment file")
     parser.add_argument("--metrics", default=None, help="write the stage's DVC metrics JSON here")
-    args = absolute_args(parser.parse_args(argv), "rollouts", "out", "cache")
+    args = absolute_args(parser.parse_args(argv), "rollouts", "out")
+    args.cache = cache_arg(args.cache)
     setup_logging()
     beam_cfg = load_beam_config()
     params = load_section(LabelerParams, "labelers", key=args.name)

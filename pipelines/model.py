@@ -9,7 +9,8 @@ import apache_beam as beam
 
 from rewardmill.transforms.config import ConfigError, load_section, params_path
 from rewardmill.transforms.io import timings
-from rewardmill.transforms.sampling.policy import FINGERPRINT_FILE, is_hub_id, materialize, resolve_source
+from rewardmill.transforms.sampling.materialize import materialize
+from rewardmill.transforms.sampling.policy import FINGERPRINT_FILE, is_hub_id, resolve_source
 from rewardmill.transforms.stage.conservation import ConservationError
 from rewardmill.transforms.stage.outputs import atomic_output
 from rewardmill.transforms.stage.runner import StageTimer, load_beam_config, run_pipeline, setup_logging

@@ -25,12 +25,20 @@ from rewardmill.transforms.sampling.rows import FormBatches, ToRolloutRows
 from rewardmill.transforms.stage.budget import StageBudget
 from rewardmill.transforms.stage.conservation import ConservationError, id_frame, reconcile
 from rewardmill.transforms.stage.outputs import REJECTS_DIR, count_rejects, read_manifest, reject, write_rejects
-from rewardmill.transforms.stage.runner import absolute_args, counter_totals, load_beam_config, recorded, setup_logging
+from rewardmill.transforms.stage.runner import (
+    absolute_args,
+    cache_arg,
+    counter_totals,
+    load_beam_config,
+    recorded,
+    setup_logging,
+)
 from rewardmill.transforms.stage.skeleton import ManifestSpec, StageRun, run_stage
 
 STAGE = "rollouts"
 log = logging.getLogger("rewardmill")
 BACKENDS = ("transformers", "vllm", "openai")
+EPISODE_BACKENDS = {"transformers", "vllm"}  # the backends that run an environment's episodes (openai: not yet)
 
 
 @dataclass(frozen=True)
@@ -76,9 +84,11 @@ class RolloutsConfig:
             if spec.backend is not None and spec.backend not in BACKENDS:
                 raise ValueError(f"policies.{name}.backend must be one of {BACKENDS}, got {spec.backend!r}")
         if self.environment is not None:
-            others = {self.backend, *(s.backend for s in self.policies.values() if s.backend)} - {"transformers"}
+            others = {self.backend, *(s.backend for s in self.policies.values() if s.backend)} - EPISODE_BACKENDS
             if others:
-                raise ValueError(f"environment: episodes run on the transformers backend so far, not {sorted(others)}")
+                raise ValueError(
+                    f"environment: episodes run on the {sorted(EPISODE_BACKENDS)} backends, not {sorted(others)}"
+                )
         self.sampling()  # validates the sampling fields (and resolves the environment: a bad name or config fails)
 
     def sampling(self) -> SamplingParams:
@@ -110,7 +120,7 @@ def model_handler(
     if m.backend == "vllm":
         from rewardmill.transforms.sampling.vllm_backend import VLLMPolicyHandler
 
-        return VLLMPolicyHandler(m.model_dir, sampling, dict(m.vllm), total, cache, label)
+        return VLLMPolicyHandler(m.model_dir, sampling, dict(m.vllm), total, cache, label, environment)
     from rewardmill.transforms.sampling.transformers_backend import TransformersPolicyHandler
 
     return TransformersPolicyHandler(m.model_dir, sampling, m.device, total, cache, label, environment)
@@ -241,7 +251,8 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("--out", default="data/rollouts", help="the rollouts folder to write")
     parser.add_argument("--cache", default=None, help="rollout cache folder, kept across runs (off when unset)")
-    args = absolute_args(parser.parse_args(argv), "prompts", "model", "out", "cache")
+    args = absolute_args(parser.parse_args(argv), "prompts", "model", "out")
+    args.cache = cache_arg(args.cache)
     setup_logging()
     beam_cfg = load_beam_config()
     cfg = load_section(RolloutsConfig, STAGE)

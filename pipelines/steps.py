@@ -27,7 +27,14 @@ from rewardmill.transforms.sampling.policy import FINGERPRINT_FILE
 from rewardmill.transforms.stage.budget import StageBudget
 from rewardmill.transforms.stage.conservation import labeled_or_rejected, reconcile
 from rewardmill.transforms.stage.outputs import read_manifest, reject, write_rejects
-from rewardmill.transforms.stage.runner import absolute, absolute_args, counter_totals, load_beam_config, setup_logging
+from rewardmill.transforms.stage.runner import (
+    absolute,
+    absolute_args,
+    cache_arg,
+    counter_totals,
+    load_beam_config,
+    setup_logging,
+)
 from rewardmill.transforms.stage.skeleton import Finished, ManifestSpec, run_stage
 from rewardmill.transforms.steps.beam import NAMESPACE, REJECTED, LabelStepChunks
 from rewardmill.transforms.steps.params import Chosen, StepsParams, continuation_model, resolve, selection
@@ -116,7 +123,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--out", default=None, help="default: data/steps/NAME")
     parser.add_argument("--cache", default=None, help="continuation and judge call cache (kept across runs)")
     parser.add_argument("--metrics", default=None, help="write the stage's DVC metrics JSON here")
-    args = absolute_args(parser.parse_args(argv), "rollouts", "model", "out", "cache")
+    args = absolute_args(parser.parse_args(argv), "rollouts", "model", "out")
+    args.cache = cache_arg(args.cache)
     setup_logging()
     beam_cfg = load_beam_config()
     params = load_section(StepsParams, "steps", key=args.name)

@@ -136,7 +136,8 @@ def policy_dir(tmp_path_factory) -> Path:
     xdist workers share one copy (beside their own temp folders, behind a file lock)."""
     from filelock import FileLock
 
-    from rewardmill.transforms.sampling.policy import FINGERPRINT_FILE, materialize
+    from rewardmill.transforms.sampling.materialize import materialize
+    from rewardmill.transforms.sampling.policy import FINGERPRINT_FILE
 
     base = tmp_path_factory.getbasetemp()
     out = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "policy"

@@ -35,8 +35,32 @@ DEFAULT_CACHE_ROOT = ".rewardmill/cache"  # params `cache.root` when the file ha
 
 
 def cache_root(params: dict[str, Any]) -> str:
-    """params `cache.root`: where the rollouts, label and steps stages keep their caches."""
-    return (params.get("cache") or {}).get("root") or DEFAULT_CACHE_ROOT
+    """params `cache.root`: where the rollouts, label and steps stages keep their caches (see `in_workspace`)."""
+    return in_workspace((params.get("cache") or {}).get("root") or DEFAULT_CACHE_ROOT)
+
+
+def in_workspace(path: str) -> str:
+    """A relative cache path, named in the DVC workspace when the stage runs in an experiment's copy of the repo.
+
+    `dvc exp run --temp` and queued experiments run each stage in a copy (under the workspace's .dvc/tmp/exps/)
+    and set DVC_ROOT to the workspace's project root. The copy holds git's files, not the caches (.rewardmill/ is
+    untracked), so a relative cache path there would start empty and recompute every judge call and audit the
+    workspace already paid for. Here it names the same folder in the workspace instead: cache records are keyed by
+    content and written whole (a temp name, then a rename), so experiments and the workspace share them safely, even
+    when queued experiments run at once. Outside such a copy (DVC_ROOT unset, or the working directory inside the
+    workspace itself), and for an absolute path or a URL, `path` is returned unchanged.
+    """
+    root = os.environ.get("DVC_ROOT")
+    if not root or "://" in path or Path(path).is_absolute():
+        return path
+    here = Path.cwd().resolve()
+    workspace = Path(root).resolve()
+    if not here.is_relative_to(workspace / ".dvc" / "tmp"):  # the workspace itself (or not DVC's copy at all)
+        return path
+    copy = next((p for p in [here, *here.parents] if (p / ".dvc").is_dir()), None)  # the copy's project root
+    if copy is None or copy == workspace:
+        return path
+    return str(workspace / here.relative_to(copy) / path)
 
 
 def read_params(path: Path | None = None) -> dict[str, Any]:

@@ -137,6 +137,10 @@ def test_the_write_your_own_labeler_steps_work_as_written(project, tmp_path):
         out = run([dvc, "exp", "run", "--temp", "-S", "labelers.word_count.config.min_chars=20"], project, env)
         assert "Running stage 'label@word_count'" in out, out
         assert (project / "params.yaml").read_bytes() == before  # a temp copy ran it: the workspace is untouched
+        # the copy has git's files, not .rewardmill/: its stages used the workspace's caches (in_workspace), so the
+        # judges' audit in validate was the one kept, not measured again
+        assert "audit: appeal (reference_judge): the result kept" in out, out
+        assert "audit: appeal (reference_judge) on" not in out, out
         table = run_json([dvc, "exp", "show", "--only-changed", "--csv"], project, env)
         shown = list(csv.DictReader(io.StringIO(table)))
         min_chars = [(row["Experiment"], row["labelers.word_count.config.min_chars"]) for row in shown]

@@ -138,6 +138,30 @@ def test_vllm_backend_stage_is_complete_stable_and_cached(tmp_path, params_file,
     assert digest(cached / "part-00000-of-00001.parquet") == digest(resumed / "part-00000-of-00001.parquet")
 
 
+def test_vllm_backend_runs_environment_episodes(tmp_path, params_file, inputs, vllm_engine):
+    """rollouts.environment on vLLM (the session's engine): every live episode's next turn in one seeded generate
+    call, so the episodes are the same in other batches; the cache gives their bytes back. What an episode holds
+    (turns, stop reasons, feedback) is checked on transformers in test_rollouts_environment.py."""
+    params, prompts, model = inputs
+    params["rollouts"].update(backend="vllm", max_new_tokens=12)
+    params["rollouts"]["environment"] = {"name": "feedback", "config": {"max_attempts": 2}, "max_turns": 2}
+    cache = tmp_path / "cache"
+    first = run_stage(tmp_path, params_file, params, prompts, model, "e1", cache)
+    rows = read_rows(str(first))
+    assert len(rows) == 4 * 2 and {r["policy"]["backend"] for r in rows} == {"vllm"}
+    for r in rows:
+        assistant = [t for t in r["turns"] if t["role"] == "assistant"]
+        assert 1 <= len(assistant) <= 2 and r["completion"] == (assistant[-1]["content"] or "")
+        assert r["n_tokens"] == sum(t["n_tokens"] for t in assistant) and r["stop_reason"] in ("done", "max_turns")
+    assert any(len(r["turns"]) > 1 for r in rows), [r["turns"] for r in rows]  # some episode took a second turn
+    again = run_stage(tmp_path, params_file, params, prompts, model, "e2", cache)
+    assert digest(first / "part-00000-of-00001.parquet") == digest(again / "part-00000-of-00001.parquet")
+    params["rollouts"]["batch_size"] = 1  # sampled anew in other batches: the same turns
+    single = read_rows(str(run_stage(tmp_path, params_file, params, prompts, model, "e3")))
+    turns = lambda rs: {(r["rollout_id"], tuple((t["role"], t["content"]) for t in r["turns"])) for r in rs}  # noqa: E731
+    assert turns(single) == turns(rows)
+
+
 def test_a_candidate_pool_samples_every_prompt_with_every_member(tmp_path, params_file, inputs, vllm_engine):
     """rollouts.policies with a transformers and a vLLM member: each member writes the rows its backend writes alone,
     named by the member; the steps stage takes one member by name and refuses an unknown one."""

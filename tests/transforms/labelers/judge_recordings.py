@@ -198,7 +198,7 @@ def record(policy_dir: Path) -> None:
 
 
 def main() -> None:
-    from rewardmill.transforms.sampling.policy import materialize
+    from rewardmill.transforms.sampling.materialize import materialize
 
     with tempfile.TemporaryDirectory() as tmp:
         materialize("builtin:smollm2-135m-instruct", Path(tmp), "SmolLM2-135M-Instruct")
