@@ -6,6 +6,7 @@ rewardmill run label math_answer --rollouts data/rollouts --out /tmp/labels
 rewardmill push --repo-id owner/name --revision v1.0
 rewardmill stages
 rewardmill plan                                  # requests, tokens and money per stage, before any is spent
+rewardmill new-environment my_env                # scaffold a multi-turn environment, its test and registry entry
 rewardmill audit --skip-judges                   # each labeler's precision and hack pass rate on the gold packs
 rewardmill --params other.yaml run assemble      # any params file (REWARDMILL_PARAMS does the same)
 
@@ -143,6 +144,9 @@ def dispatch(argv: list[str]) -> int:
         "audit", help="measure each labeler's precision, recall and hack pass rate on the gold packs", add_help=False
     )
     sub.add_parser("new-labeler", help="scaffold a labeler file, its test and its params entry", add_help=False)
+    sub.add_parser(
+        "new-environment", help="scaffold an environment file, its test and its registry entry", add_help=False
+    )
     sub.add_parser("push", help="upload the export folder to a Hugging Face dataset repo, tagged", add_help=False)
     sub.add_parser("plan", help="what each stage would send: requests, tokens, money", add_help=False)
     sub.add_parser(
@@ -155,6 +159,7 @@ def dispatch(argv: list[str]) -> int:
         "label": "label_file",
         "audit": "audit",
         "new-labeler": "scaffold",
+        "new-environment": "scaffold_environment",
         "push": "push",
         "plan": "plan",
         "doctor": "doctor",

@@ -21,8 +21,10 @@ from typing import Any
 
 import apache_beam as beam
 import polars as pl
+import pyarrow as pa
 
-from rewardmill.schemas import LABEL_V1, ROLLOUT_V2
+from rewardmill.schemas import LABEL_V1, ROLLOUT_V2, ROLLOUT_V3
+from rewardmill.schemas.common import schema_id
 from rewardmill.transforms.config import load_section
 from rewardmill.transforms.errors import UserError
 from rewardmill.transforms.io import storage
@@ -46,7 +48,7 @@ from rewardmill.transforms.planning.label_plan import plan_label_stage
 from rewardmill.transforms.planning.stages import load_prices, plan_paths
 from rewardmill.transforms.stage.budget import StageBudget
 from rewardmill.transforms.stage.conservation import ConservationError, id_frame, labeled_or_rejected, reconcile
-from rewardmill.transforms.stage.outputs import count_rejects, count_rows, write_rejects
+from rewardmill.transforms.stage.outputs import count_rejects, count_rows, read_manifest, write_rejects
 from rewardmill.transforms.stage.runner import (
     absolute_args,
     cache_arg,
@@ -61,6 +63,18 @@ NOT_APPLICABLE_FILE = "_not_applicable.json"
 
 class FailedCallsError(UserError):
     """More of a label stage's rollouts lost their judge call than its `max_failed_calls` allows."""
+
+
+def rollouts_schema(rollouts_dir: str) -> pa.Schema:
+    """What the stage reads of the rollouts: ROLLOUT_V2's columns, plus `reasoning_status` from v3 rollouts (a trace
+    cut off before its answer is labeled with no credit, by no labeler: transforms/labelers/beam.py)."""
+    try:
+        written = read_manifest(rollouts_dir).get("schema")
+    except FileNotFoundError:  # rollouts made by hand (a file, a test) have no manifest: read as v2
+        written = None
+    if written == schema_id(ROLLOUT_V3):
+        return pa.schema([*ROLLOUT_V2, ROLLOUT_V3.field("reasoning_status")])
+    return ROLLOUT_V2
 
 
 def build(
@@ -78,7 +92,8 @@ def build(
     dofn = LabelRollouts(cls, config, name, cache_dir, flush_every, total, tasks=params.tasks)
     if over_budget:
         dofn.over_budget(over_budget, f"params labelers.{name}.budget ({params.budget.describe()})")
-    labeled = p | "Read rollouts" >> ReadStageOutput(rollouts_dir, ROLLOUT_V2) | f"Label {name}" >> LabelAll(dofn)
+    read = ReadStageOutput(rollouts_dir, rollouts_schema(rollouts_dir))
+    labeled = p | "Read rollouts" >> read | f"Label {name}" >> LabelAll(dofn)
     _ = labeled.labels | "Write labels" >> WriteSortedParquet(
         out_dir, LABEL_V1, sort_key=lambda r: f"{r['rollout_id']}\x00{r['aspect']}", num_shards=params.num_shards
     )

@@ -12,8 +12,9 @@ from apache_beam.ml.inference.base import RunInference
 from rewardmill.schemas import PROMPT_V1, ROLLOUT_V2, ROLLOUT_V3
 from rewardmill.transforms.config import load_section
 from rewardmill.transforms.environments.params import EnvironmentParams
+from rewardmill.transforms.environments.summary import EPISODE_COLUMNS, episode_summary
 from rewardmill.transforms.io import storage
-from rewardmill.transforms.io.parquet import ReadStageOutput, WriteSortedParquet, read_rows
+from rewardmill.transforms.io.parquet import ReadStageOutput, WriteSortedParquet, list_shards, read_rows, read_table
 from rewardmill.transforms.planning.budget import BUDGET_REASON, Budget
 from rewardmill.transforms.planning.rollout_plan import plan_rollouts_stage
 from rewardmill.transforms.planning.stages import load_prices, plan_paths
@@ -21,6 +22,7 @@ from rewardmill.transforms.sampling.cache import COUNTERS, RolloutCache
 from rewardmill.transforms.sampling.openai_backend import EndpointPolicy, OpenAIPolicyHandler, check_reachable
 from rewardmill.transforms.sampling.params import SamplingParams
 from rewardmill.transforms.sampling.pool import Member, PolicySpec, resolve_pool
+from rewardmill.transforms.sampling.reasoning import ReasoningTags
 from rewardmill.transforms.sampling.rows import FormBatches, ToRolloutRows
 from rewardmill.transforms.stage.budget import StageBudget
 from rewardmill.transforms.stage.conservation import ConservationError, id_frame, reconcile
@@ -69,6 +71,10 @@ class RolloutsConfig:
     # Multi-turn episodes in an environment (docs/environments.md): {name, config, max_turns, max_tokens}; null = one
     # turn per sample, ROLLOUT_V2 as always. Each prompt's n samples become n episodes, written as ROLLOUT_V3.
     environment: EnvironmentParams | None = None
+    # A leading reasoning trace (docs/environments.md, "Reasoning"): {open: "<think>", close: "</think>"} puts it in
+    # `reasoning` and only what follows in `completion`, the text every verifier and judge reads; a trace cut off
+    # before its answer gets no credit. The rows are then ROLLOUT_V3. null = the text as sampled is the answer.
+    reasoning: ReasoningTags | None = None
 
     def __post_init__(self):
         if self.backend not in BACKENDS:
@@ -92,14 +98,14 @@ class RolloutsConfig:
         self.sampling()  # validates the sampling fields (and resolves the environment: a bad name or config fails)
 
     def sampling(self) -> SamplingParams:
-        episode = self.environment.episode() if self.environment is not None else None
+        episode = self.environment.episode(self.reasoning) if self.environment is not None else None
         return SamplingParams(
             self.n, self.temperature, self.top_p, self.top_k, self.max_new_tokens, self.seed, episode
         )
 
     def schema(self):
         """ROLLOUT_V2, or ROLLOUT_V3 when an environment runs episodes (schemas/rollout.py)."""
-        return ROLLOUT_V2 if self.environment is None else ROLLOUT_V3
+        return ROLLOUT_V2 if self.environment is None and self.reasoning is None else ROLLOUT_V3
 
     def pool(self, default_model: str) -> list[Member]:
         """The policies to sample, resolved (fingerprints read): `policies`, or this section's one policy."""
@@ -114,16 +120,17 @@ def model_handler(
     cache: RolloutCache | None = None,
     label: str | None = None,
     environment: EnvironmentParams | None = None,
+    reasoning: ReasoningTags | None = None,
 ):
     if m.backend == "openai":
-        return OpenAIPolicyHandler(m.openai, sampling, total, cache, label)
+        return OpenAIPolicyHandler(m.openai, sampling, total, cache, label, reasoning)
     if m.backend == "vllm":
         from rewardmill.transforms.sampling.vllm_backend import VLLMPolicyHandler
 
-        return VLLMPolicyHandler(m.model_dir, sampling, dict(m.vllm), total, cache, label, environment)
+        return VLLMPolicyHandler(m.model_dir, sampling, dict(m.vllm), total, cache, label, environment, reasoning)
     from rewardmill.transforms.sampling.transformers_backend import TransformersPolicyHandler
 
-    return TransformersPolicyHandler(m.model_dir, sampling, m.device, total, cache, label, environment)
+    return TransformersPolicyHandler(m.model_dir, sampling, m.device, total, cache, label, environment, reasoning)
 
 
 def build(
@@ -156,7 +163,7 @@ def build(
             batches
             | f"Generate{step}"
             >> RunInference(
-                model_handler(m, sampling, total, cache, m.name if pooled else None, cfg.environment)
+                model_handler(m, sampling, total, cache, m.name if pooled else None, cfg.environment, cfg.reasoning)
             ).with_exception_handling()
         )
         rows.append(generated | f"To rollout rows{step}" >> beam.ParDo(ToRolloutRows(m.info, m.backend, sampling)))
@@ -212,11 +219,26 @@ def check_conservation(out_dir: str, prompts: int, members: int, n: int, failed:
         raise ConservationError(f"{STAGE}: {rows.height - sampled * n} duplicated rollouts; nothing was written")
 
 
-def check_output(out_dir: str, cfg: RolloutsConfig, total: int, members: int, cache: str | None) -> None:
-    """Generation errors within `max_generation_errors`, then conservation (budget rejects count as rejects)."""
+def check_output(out_dir: str, cfg: RolloutsConfig, total: int, members: int, cache: str | None) -> dict | None:
+    """Generation errors within `max_generation_errors`, then conservation (budget rejects count as rejects); with an
+    environment, what its episodes did (the manifest's `episodes`, from the written rows)."""
     rejects = count_rejects(out_dir)
     check_generation_errors(out_dir, rejects.get("generation_error", 0), cfg, total, cache)
     check_conservation(out_dir, total, members, cfg.n, sum(rejects.values()))
+    if cfg.environment is None:
+        return None
+    rows = (r for path in list_shards(out_dir) for r in read_table(path, columns=EPISODE_COLUMNS).to_pylist())
+    summary = episode_summary(rows)
+    tools = ", ".join(f"{v} {k}" for k, v in summary["tools"].items() if v)
+    log.info(
+        "rollouts: %d episodes: %s; %s assistant turns on average, %d tool calls%s",
+        summary["trajectories"],
+        ", ".join(f"{v} {k}" for k, v in summary["by_stop_reason"].items() if v) or "none",
+        summary["assistant_turns"]["mean"],
+        summary["tool_calls"],
+        f" ({tools})" if tools else "",
+    )
+    return summary
 
 
 def log_cache_use(run: StageRun) -> None:
@@ -227,6 +249,12 @@ def log_cache_use(run: StageRun) -> None:
             "rollouts: %d prompts sampled now, %d reused from the cache",
             counts.get("prompts_generated", 0),
             counts.get("prompts_reused", 0),
+        )
+    if counts.get("turns_generated") or counts.get("turns_reused"):
+        log.info(
+            "rollouts: %d episode turns sampled now, %d replayed from the cache",
+            counts.get("turns_generated", 0),
+            counts.get("turns_reused", 0),
         )
 
 
@@ -276,8 +304,11 @@ def main(argv: list[str] | None = None) -> None:
             cfg.schema(),
             cfg,
             {"prompts": args.prompts},
-            extra={"policies": policies_record(members), "prompts": total}
-            | ({} if cfg.policies else {"policy": members[0].info.__dict__}),
+            extra=lambda finished: (
+                {"policies": policies_record(members), "prompts": total}
+                | ({} if cfg.policies else {"policy": members[0].info.__dict__})
+                | ({} if finished.checked is None else {"episodes": finished.checked})
+            ),
         ),
         check=lambda tmp, result: check_output(tmp, cfg, total, len(members), args.cache),
         budget=budget,

@@ -79,20 +79,27 @@ def class_name(name: str) -> str:
     return "".join(part.capitalize() for part in name.split("_")) + "Labeler"
 
 
-def add_to_registry(init: Path, name: str, cls: str) -> None:
-    """The import among the registry's imports and the entry among LABELERS' entries, each in sorted order, so
+def add_to_registry(
+    init: Path,
+    name: str,
+    cls: str,
+    package: str = "labelers",
+    registry: str = "LABELERS",
+    command: str = "new-labeler",
+) -> None:
+    """The import among the registry's imports and the entry among `registry`'s entries, each in sorted order, so
     `ruff check` (isort) passes on the result as it did before."""
     lines = init.read_text().splitlines(keepends=True)
-    prefix = "from rewardmill.transforms.labelers."
+    prefix = f"from rewardmill.transforms.{package}."
     import_line = f"{prefix}{name} import {cls}\n"
-    marker = "# `rewardmill new-labeler NAME` adds its import above and its entry below.\n"
-    if marker not in lines or "LABELERS = {\n" not in lines:
-        raise UserError(f"{init}: registry markers not found; add {cls} to LABELERS by hand")
+    marker = f"# `rewardmill {command} NAME` adds its import above and its entry below.\n"
+    if marker not in lines or f"{registry} = {{\n" not in lines:
+        raise UserError(f"{init}: registry markers not found; add {cls} to {registry} by hand")
     imports = [i for i, line in enumerate(lines) if line.startswith(prefix)]
     if import_line not in lines:
         at = next((i for i in imports if lines[i] > import_line), imports[-1] + 1 if imports else lines.index(marker))
         lines.insert(at, import_line)
-    start = lines.index("LABELERS = {\n") + 1
+    start = lines.index(f"{registry} = {{\n") + 1
     end = next(i for i in range(start, len(lines)) if lines[i].startswith("}"))
     entry = f'    "{name}": {cls},\n'
     at = next((i for i in range(start, end) if lines[i] > entry), end)
@@ -128,14 +135,19 @@ def add_to_params(params: Path, name: str, defaults: dict | None = None) -> None
     params.write_text("".join(lines[:end] + entry + lines[end:]))
 
 
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="rewardmill new-labeler", description=__doc__)
+def scaffold_args(argv: list[str] | None, command: str, kind: str, doc: str) -> tuple[str, Path]:
+    """(NAME, --root) of `rewardmill <command> NAME`; a NAME that is not snake_case is a UserError."""
+    parser = argparse.ArgumentParser(prog=f"rewardmill {command}", description=doc)
     parser.add_argument("name", help="snake_case registry key, also the file name")
     parser.add_argument("--root", type=Path, default=Path("."), help="project root (default: current folder)")
     args = parser.parse_args(argv)
-    name, root = args.name, args.root
-    if not re.fullmatch(r"[a-z][a-z0-9_]*", name):
-        raise UserError(f"labeler name {name!r} must be snake_case (a-z, 0-9, _), starting with a letter")
+    if not re.fullmatch(r"[a-z][a-z0-9_]*", args.name):
+        raise UserError(f"{kind} name {args.name!r} must be snake_case (a-z, 0-9, _), starting with a letter")
+    return args.name, args.root
+
+
+def main(argv: list[str] | None = None) -> None:
+    name, root = scaffold_args(argv, "new-labeler", "labeler", __doc__)
     cls = class_name(name)
     source = root / "transforms/labelers" / f"{name}.py"
     test = root / "tests/transforms/labelers" / f"test_{name}.py"

@@ -38,15 +38,19 @@ ROLLOUT_V2 = versioned(
     ],
 )
 
-# v3: multi-turn trajectories and reasoning (written when `rollouts.environment` is set; without one the stage writes
-# v2, byte for byte as before). `completion` stays the final assistant answer, so every single-turn labeler reads it
-# unchanged; `n_tokens`, `finish_reason` and `logprob_sum` are over all assistant turns (finish: the last turn's).
+# v3: multi-turn trajectories and reasoning (written when `rollouts.environment` or `rollouts.reasoning` is set;
+# without either the stage writes v2, byte for byte as before). `completion` stays the final assistant answer, so
+# every single-turn labeler reads it unchanged; `n_tokens`, `finish_reason` and `logprob_sum` are over all assistant
+# turns (finish: the last turn's). `reasoning_status` and `reasoning_tokens` were added before v3 was released.
 ROLLOUT_V3 = versioned(
     "rollout",
     3,
     [
         *ROLLOUT_V2,
         pa.field("reasoning", pa.string()),  # the final answer's reasoning trace, apart from `completion`
+        # with rollouts.reasoning: none | closed | unclosed (cut before its answer) | no_answer; None when it is off
+        pa.field("reasoning_status", pa.string()),
+        pa.field("reasoning_tokens", pa.int32()),  # tokens of all assistant turns' reasoning (None: not counted)
         pa.field("turns", TURNS),  # every message after the prompt, the final answer included
         pa.field("tools", pa.string()),  # JSON schemas of the tools offered (TRL's `tools` column), or None
         pa.field("environment", ENVIRONMENT),  # name, version and config of the environment that ran the episode

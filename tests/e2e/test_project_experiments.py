@@ -204,7 +204,10 @@ def test_experiment_on_vllm_builds_a_dataset_that_validates(project):
     measured on the test split's, and validate reads its metrics (one DAG rerun for both: the stage's figures are
     checked on a pair dataset built for it in tests/pipelines/test_evaluate.py). Last in this module: the
     experiment's outputs replace the workspace's."""
-    out = run([str(BIN / "dvc"), "exp", "run", "-S", "rollouts.backend=vllm", "-S", "evaluate.enabled=true"], project)
+    experiment = [str(BIN / "dvc"), "exp", "run", "-S", "rollouts.backend=vllm", "-S", "evaluate.enabled=true"]
+    # as a user runs it: without the suite's VLLM_CPU_KVCACHE_SPACE, the engine sizes its KV cache from free memory
+    out = run(experiment, project, {"VLLM_CPU_KVCACHE_SPACE": ""})
+    assert re.search(r"starting an engine on .*'kv_cache_memory_bytes': \d+", out), out[-3000:]
     ran = set(re.findall(r"Running stage '([^']+)'", out))
     assert {"rollouts", "assemble", "evaluate", "validate", "export"} <= ran and "model" not in ran, out
     rollouts = read_rows(str(project / "data/rollouts"))

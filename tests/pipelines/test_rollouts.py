@@ -79,6 +79,19 @@ def test_cached_rerun_samples_nothing_and_writes_the_same_bytes(tmp_path, params
     for name in ("part-00000-of-00001.parquet", "_manifest.json"):  # the manifest does not depend on the cache
         assert (first / name).read_bytes() == (again / name).read_bytes()
 
+    # rollouts.reasoning splits what was sampled: no sample is drawn again, the rows are v3 with the same ids. The
+    # default model writes no trace, so every completion is its whole text (status none, no reasoning tokens).
+    params["rollouts"]["reasoning"] = {"open": "<think>", "close": "</think>"}
+    caplog.clear()
+    split = run_stage(tmp_path, params_file, params, prompts, model, "r2-reasoning", cache)
+    assert "0 prompts sampled now, 4 reused from the cache" in caplog.text
+    v2, v3 = read_rows(str(first)), read_rows(str(split))
+    assert json.loads((split / "_manifest.json").read_text())["schema"] == "rollout_v3"
+    assert [(r["rollout_id"], r["completion"]) for r in v3] == [(r["rollout_id"], r["completion"]) for r in v2]
+    assert {(r["reasoning_status"], r["reasoning"], r["reasoning_tokens"]) for r in v3} == {("none", None, 0)}
+    assert all([t["content"] for t in r["turns"]] == [r["completion"]] for r in v3)  # one assistant turn
+    del params["rollouts"]["reasoning"]
+
     # Longer completions are other samples: a miss for every prompt, stored beside the first ones.
     params["rollouts"]["max_new_tokens"] = 9
     run_stage(tmp_path, params_file, params, prompts, model, "r3", cache)

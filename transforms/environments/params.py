@@ -28,16 +28,18 @@ class EnvironmentParams:
         cls = get_environment_class(self.name)
         return cls, from_dict(cls.Config, self.config, "rollouts.environment.config")
 
-    def episode(self) -> str:
+    def episode(self, reasoning=None) -> str:
         """What a trajectory depends on besides the policy and the sampling: the environment's name, version and
-        config, and the limits, as canonical JSON (SamplingParams.episode: in the cache keys and rollout ids)."""
+        config, the limits, and the reasoning tags when set (the environment reads each turn's answer without its
+        trace), as canonical JSON (SamplingParams.episode: in the cache keys and rollout ids)."""
         cls, config = self.resolve()
-        return canonical_json(
-            {
-                "environment": cls.name,
-                "version": str(cls.version),
-                "config": asdict(config),
-                "max_turns": self.max_turns,
-                "max_tokens": self.max_tokens,
-            }
-        )
+        identity = {
+            "environment": cls.name,
+            "version": str(cls.version),
+            "config": asdict(config),
+            "max_turns": self.max_turns,
+            "max_tokens": self.max_tokens,
+        }
+        if reasoning is not None:  # absent when off: the episodes sampled before keep their ids
+            identity["reasoning"] = asdict(reasoning)
+        return canonical_json(identity)

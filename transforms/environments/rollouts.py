@@ -1,6 +1,7 @@
 """A batch of prompts as environment episodes, in the shape the rollouts stage caches and writes: n Samples per
 prompt, each carrying its trajectory's ROLLOUT_V3 columns."""
 
+from collections.abc import Callable
 from typing import Any
 
 from rewardmill.transforms.environments.columns import trajectory_columns
@@ -10,11 +11,17 @@ from rewardmill.transforms.sampling.params import Sample, SamplingParams
 
 
 def run_batch(
-    environment, limits: EpisodeLimits, prompts: list[dict[str, Any]], sp: SamplingParams, generate: TurnGenerate
+    environment,
+    limits: EpisodeLimits,
+    prompts: list[dict[str, Any]],
+    sp: SamplingParams,
+    generate: TurnGenerate,
+    split: Callable[[str], Any] | None = None,
 ) -> list[list[Sample]]:
-    """sp.n trajectories per prompt (seeded as single-turn samples are), each as a Sample with `trajectory` set."""
+    """sp.n trajectories per prompt (seeded as single-turn samples are), each as a Sample with `trajectory` set;
+    `split` (transforms/sampling/reasoning.py) takes each turn's reasoning apart from its answer."""
     tools = environment.tools() if has_hook(environment, ToolEnvironment) else None
-    trajectories = run_episodes(environment, prompts, sp.n, sp.seed, generate, limits, tools)
+    trajectories = run_episodes(environment, prompts, sp.n, sp.seed, generate, limits, tools, split)
     return [[as_sample(t, environment, tools) for t in per_prompt] for per_prompt in trajectories]
 
 

@@ -75,6 +75,26 @@ def neutralize(text: str, specials: Iterable[str] = ()) -> str:
     return text
 
 
+def neutralize_specials(text: str, specials: Iterable[str]) -> str:
+    """`text` with only `specials` broken (a known tokenizer's own control strings), not the generic marker shapes:
+    for text on its way into a local policy, whose conversation may hold tags a protocol needs (`<tool_call>`)."""
+    ordered = tuple(sorted({s for s in specials if s and s.strip()}, key=len, reverse=True))
+    if not isinstance(text, str) or not ordered:
+        return text
+    pattern = _exact_pattern(ordered)
+    for _ in range(8):
+        broken = pattern.sub(lambda m: _break(m.group(0)), text)
+        if broken == text:
+            return text
+        text = broken
+    return text
+
+
+@lru_cache(maxsize=16)
+def _exact_pattern(specials: tuple[str, ...]) -> re.Pattern:
+    return re.compile("|".join(re.escape(s) for s in specials))
+
+
 def tokenizer_specials(tokenizer) -> tuple[str, ...]:
     """A Hugging Face tokenizer's special strings: its named special tokens and every added token marked special
     (ChatML's `<|im_start|>`, `<|im_end|>`, StarCoder's `<file_sep>`, ...)."""

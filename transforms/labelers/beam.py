@@ -5,10 +5,11 @@ import logging
 import apache_beam as beam
 
 from rewardmill.transforms.io.progress import Progress
-from rewardmill.transforms.labelers.base import as_labels, label_row, uses_groups
+from rewardmill.transforms.labelers.base import Label, as_labels, label_row, uses_groups
 from rewardmill.transforms.labelers.cache import LabelCache, call_cache_dir, label_group_with_cache, label_with_cache
 from rewardmill.transforms.labelers.contract import CallCachingLabeler, declared_tasks, has_hook, tear_down, usage_of
 from rewardmill.transforms.planning.budget import BUDGET_REASON
+from rewardmill.transforms.sampling.reasoning import BLOCKED, blocked_reason
 from rewardmill.transforms.stage.outputs import reject
 
 REJECTED = "rejected"
@@ -101,6 +102,7 @@ class LabelRollouts(beam.DoFn):
                 yield skip
             else:
                 kept.append(row)
+        kept = yield from self._no_credit(kept)
         values = [tuple(row[c] for c in self.labeler.reads) for row in kept]
         labels = label_with_cache(self.labeler, self.cache, values)
         yield from self._emit(kept, {id(row): label for row, label in zip(kept, labels, strict=True)})
@@ -127,6 +129,21 @@ class LabelRollouts(beam.DoFn):
                 REJECTED, reject(f"label@{self.key}", row.get("rollout_id"), "missing_column", f"missing {missing}")
             )
         return None
+
+    def _no_credit(self, rows: list[dict]):
+        """Label a rollout whose reasoning was cut off before its answer, or left no answer after it
+        (`reasoning_status`, rollouts.reasoning), incorrect with score 0.0 and the reason, whatever the labeler: no
+        labeler is asked, so none can credit it (a reward model would score the empty answer like any other). The rows
+        it leaves are returned."""
+        blocked = [row for row in rows if row.get("reasoning_status") in BLOCKED]
+        if not blocked:
+            return rows
+        for row in blocked:
+            beam.metrics.Metrics.counter("label", "no_credit_reasoning").inc()
+            self.progress.update(1)
+            why = blocked_reason(row["reasoning_status"])
+            yield label_row(row, self.key, self.labeler.version, Label(0.0, 1.0, "incorrect", why))
+        return [row for row in rows if row.get("reasoning_status") not in BLOCKED]
 
     def _emit(self, rows: list[dict], done: dict):
         self._count_usage()
@@ -167,6 +184,7 @@ class LabelRollouts(beam.DoFn):
                 yield skip
             else:
                 kept.append(row)
+        kept = yield from self._no_credit(kept)
         if not kept:
             return
         values = [tuple(row[c] for c in self.labeler.reads) for row in kept]

@@ -45,6 +45,11 @@ class RolloutCache:
         folder = storage.join(cache_dir, f"{backend}-{fingerprint[:16]}") if cache_dir else None
         # flush_every never triggers: sample() flushes once per batch, so a batch is one segment
         self._store = SegmentStore(folder, "rollouts", 1 << 30, _encode, _decode) if folder else None
+        # an episode's turns, one segment per round of a batch (`turns`): a stage killed mid-batch replays the
+        # finished rounds from here instead of sampling them again
+        turns = storage.join(folder, TURNS_FOLDER) if folder else None
+        self._turns = SegmentStore(turns, "turns", 1 << 30, _encode_turn, _decode_turn) if turns else None
+        self._turn_sampling = _turn_sampling(sampling, backend)
         self.generated = 0  # prompts this process sampled (cache misses)
         self.reused = 0  # prompts served from the cache
 
@@ -88,3 +93,58 @@ class RolloutCache:
         self.reused += reused
         beam.metrics.Metrics.counter(COUNTERS, "prompts_generated").inc(generated)
         beam.metrics.Metrics.counter(COUNTERS, "prompts_reused").inc(reused)
+
+    def turns(self, generate: Callable[[list], list[Sample]]) -> Callable[[list], list[Sample]]:
+        """`generate` (TurnRequests -> one Sample each) behind the turn cache: each turn is keyed by what it depends
+        on (policy, sampling, its seed, the conversation so far as formatted, the tools), so a replayed episode gets
+        its turns back and samples only from where it stopped. Caching off: `generate` itself."""
+        if self._turns is None:
+            return generate
+
+        def cached(requests: list) -> list[Sample]:
+            keys = [self.turn_key(r) for r in requests]
+            found = {k: v for k in keys if (v := self._turns.get(k)) is not None}
+            missing = [i for i, k in enumerate(keys) if k not in found]
+            if missing:
+                fresh = generate([requests[i] for i in missing])
+                if len(fresh) != len(missing):  # nothing is stored from a backend that miscounts
+                    raise RuntimeError(f"the policy returned {len(fresh)} turns for {len(missing)} requests")
+                for i, sample in zip(missing, fresh, strict=True):
+                    found[keys[i]] = sample
+                    self._turns.put(keys[i], sample)
+                self._turns.flush()
+            beam.metrics.Metrics.counter(COUNTERS, "turns_generated").inc(len(missing))
+            beam.metrics.Metrics.counter(COUNTERS, "turns_reused").inc(len(requests) - len(missing))
+            return [found[k] for k in keys]
+
+        return cached
+
+    def turn_key(self, request) -> str:
+        ident = {
+            "policy": self.fingerprint,
+            "sampling": self._turn_sampling,
+            "seed": request.seed,
+            "messages": request.messages,
+            "turns_from": request.turns_from,
+            "tools": request.tools,
+        }
+        text = json.dumps(ident, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
+        return hashlib.sha256(text.encode()).hexdigest()
+
+
+TURNS_FOLDER = "turns"
+
+
+def _turn_sampling(sampling: SamplingParams, backend: str) -> str:
+    """What a turn's draw depends on besides its seed and conversation: the backend and the token-level settings
+    (not `n`, the run seed or the episode: a turn's own seed and conversation carry those)."""
+    fields = {k: v for k, v in asdict(sampling).items() if k not in ("n", "seed", "episode")}
+    return json.dumps({**fields, "backend": backend}, sort_keys=True, separators=(",", ":"))
+
+
+def _encode_turn(sample: Sample) -> dict:
+    return {k: v for k, v in asdict(sample).items() if k != "trajectory"}
+
+
+def _decode_turn(item: dict) -> Sample:
+    return Sample(**item)

@@ -4,7 +4,9 @@ samples per prompt), and `_generate_turns` (one assistant turn per conversation)
 `rollouts.environment` set, a batch's prompts become multi-turn episodes (transforms/environments/episodes.py), every
 live trajectory's next turn in one `_generate_turns` call."""
 
-from collections.abc import Iterable, Sequence
+import dataclasses
+import functools
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from apache_beam.ml.inference.base import ModelHandler
@@ -13,6 +15,12 @@ from rewardmill.transforms.io import timings
 from rewardmill.transforms.io.progress import Progress
 from rewardmill.transforms.sampling.cache import RolloutCache
 from rewardmill.transforms.sampling.params import Sample, SamplingParams
+from rewardmill.transforms.sampling.reasoning import (
+    ReasoningTags,
+    count_reasoning,
+    single_turn_columns,
+    split_reasoning,
+)
 
 
 class PolicyHandler(ModelHandler):
@@ -22,12 +30,20 @@ class PolicyHandler(ModelHandler):
 
     sampling: SamplingParams  # every backend sets it
 
-    def __init__(self, cache: RolloutCache, total_prompts: int | None, label: str | None = None, environment=None):
+    def __init__(
+        self,
+        cache: RolloutCache,
+        total_prompts: int | None,
+        label: str | None = None,
+        environment=None,
+        reasoning: ReasoningTags | None = None,
+    ):
         super().__init__()
         self.cache = cache
         self.total_prompts = total_prompts
         self.label = label  # a pool member's name
         self.environment = environment  # EnvironmentParams, or None: one turn per sample
+        self.reasoning = reasoning  # the tags of a leading reasoning trace, or None: the text is the answer
         self._progress = None
         self._env = None  # the environment, built on the worker on first use
 
@@ -38,12 +54,18 @@ class PolicyHandler(ModelHandler):
         """One assistant turn per TurnRequest (conversation, seed, tools), in order."""
         raise NotImplementedError(f"{type(self).__name__} cannot run environments yet")
 
+    def _token_counter(self, model) -> Callable[[str], int] | None:
+        """Counts a text's tokens with the policy's tokenizer (reasoning_tokens); None where there is none here."""
+        return None
+
     def run_inference(self, batch: Sequence[list[dict[str, Any]]], model, inference_args=None) -> Iterable:
         if self._progress is None:
             what = f"rollouts[{self.label}]" if self.label else "rollouts"
             self._progress = Progress(what, self.total_prompts, unit="prompt")
         for prompts in batch:
             samples = self.cache.sample(prompts, lambda todo: self._sample(model, todo))
+            if self.reasoning is not None:
+                samples = self._with_reasoning(model, samples)
             self._progress.update(len(prompts), sum(s.n_tokens for per in samples for s in per))
             yield [(prompt, s) for prompt, per in zip(prompts, samples, strict=True) for s in per]
 
@@ -55,7 +77,25 @@ class PolicyHandler(ModelHandler):
         if self._env is None:
             cls, config = self.environment.resolve()
             self._env = cls(config)
-        return run_batch(self._env, self.environment.limits(), prompts, self.sampling, self._timed_turns(model))
+        split = None if self.reasoning is None else functools.partial(split_reasoning, tags=self.reasoning)
+        turns = self.cache.turns(self._timed_turns(model))  # a batch killed mid-episode replays its finished turns
+        return run_batch(self._env, self.environment.limits(), prompts, self.sampling, turns, split)
+
+    def _with_reasoning(self, model, samples: list[list[Sample]]) -> list[list[Sample]]:
+        """Each sample with its reasoning apart (ROLLOUT_V3 columns) and its reasoning tokens counted. A one-turn
+        sample is split here, after the cache (which keeps the text as sampled: the tags are no part of a sample's
+        identity); an episode's turns were split as they were sampled (the environment reads only the answer)."""
+        count = self._token_counter(model)
+        out = []
+        for per in samples:
+            done = []
+            for s in per:
+                if s.trajectory is None:
+                    columns = single_turn_columns(s, split_reasoning(s.completion, self.reasoning))
+                    s = dataclasses.replace(s, completion=columns.pop("completion"), trajectory=columns)
+                done.append(dataclasses.replace(s, trajectory=count_reasoning(s.trajectory, count)))
+            out.append(done)
+        return out
 
     def _timed_generate(self, model, prompts: list[dict[str, Any]]) -> list[list[Sample]]:
         with timings.timed("generate"):

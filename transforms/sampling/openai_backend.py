@@ -72,8 +72,9 @@ class OpenAIPolicyHandler(PolicyHandler):
         total_prompts: int | None = None,
         cache: RolloutCache | None = None,
         label: str | None = None,  # a pool member's name, for the progress lines
+        reasoning=None,  # ReasoningTags: a leading trace goes to `reasoning`, apart from the answer
     ):
-        super().__init__(cache or RolloutCache(None, "", "openai", sampling), total_prompts, label)
+        super().__init__(cache or RolloutCache(None, "", "openai", sampling), total_prompts, label, None, reasoning)
         self.endpoint = endpoint
         self.sampling = sampling
 

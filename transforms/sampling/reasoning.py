@@ -3,7 +3,10 @@ its reasoning, and what follows the closing tag is the answer every verifier and
 
 Forms, as reasoning models emit them:
 - `<think>r</think>a`: reasoning r, answer a (`closed`).
-- `r</think>a` with no opening tag (templates such as Qwen3's put `<think>` in the prompt): the same (`closed`).
+- `r</think>a` with no opening tag, when the chat template puts `<think>` in the prompt (Qwen3's does) and the
+  tags say so (`opened_in_prompt`): the same (`closed`); with no close tag at all, the trace was cut (`unclosed`).
+  Otherwise a close tag with no leading open tag is answer text, as transforms/labelers/reasoning.py reads it: a
+  stray `</think>` must not let a policy tuck what it wrote before it out of the verifiers' sight.
 - `<think>r` with no closing tag: a trace cut off before its answer (the token budget ran out): reasoning r, no
   answer (`unclosed`); it never gets credit, whatever r contains.
 - `<think>r</think>` and nothing after: an answer only inside the think gets no credit either (`no_answer`).
@@ -21,6 +24,7 @@ STATUSES = ("none", "closed", "unclosed", "no_answer")
 class ReasoningTags:
     open: str = "<think>"
     close: str = "</think>"
+    opened_in_prompt: bool = False  # the chat template opens the trace in the prompt: the completion starts inside it
 
     def __post_init__(self):
         if not self.open or not self.close or self.open == self.close:
@@ -52,7 +56,9 @@ def split_reasoning(text: str, tags: ReasoningTags = ReasoningTags()) -> Split:
         if tags.close not in body:
             return Split(body.strip(), "", "unclosed")
         reasoning, answer = body.split(tags.close, 1)
-    elif tags.close in text and tags.open not in text.split(tags.close, 1)[0]:
+    elif tags.opened_in_prompt and tags.close not in text:  # still inside the trace the prompt opened: cut off
+        return Split(text.strip(), "", "unclosed")
+    elif tags.opened_in_prompt and tags.open not in text.split(tags.close, 1)[0]:
         reasoning, answer = text.split(tags.close, 1)
     else:
         return Split(None, text, "none")
@@ -69,3 +75,48 @@ def from_served(content: str | None, reasoning_content: str | None, finish_reaso
     if answer:
         return Split(reasoning_content.strip(), answer, "closed")
     return Split(reasoning_content.strip(), "", "unclosed" if finish_reason == "length" else "no_answer")
+
+
+BLOCKED = ("unclosed", "no_answer")  # statuses whose completion gets no credit from any labeler
+
+
+def blocked_reason(status: str | None) -> str | None:
+    """Why a rollout with this `reasoning_status` gets no credit, else None."""
+    return Split(None, "", status).credit_blocked if status in BLOCKED else None
+
+
+def single_turn_columns(sample, split: Split) -> dict:
+    """ROLLOUT_V3's columns for a one-turn sample whose text was split (rollouts.reasoning without an environment):
+    `completion` is the answer, the trace is `reasoning`, and `turns` holds the one assistant message."""
+    turn = {
+        "role": "assistant",
+        "content": split.answer,
+        "reasoning": split.reasoning,
+        "tool_calls": None,
+        "tool_call_id": None,
+        "name": None,
+        "n_tokens": sample.n_tokens,
+        "finish_reason": sample.finish_reason,
+        "info": None,
+    }
+    return {
+        "completion": split.answer,
+        "reasoning": split.reasoning,
+        "reasoning_status": split.status,
+        "reasoning_tokens": None,  # counted by the handler, which has the tokenizer
+        "turns": [turn],
+        "tools": None,
+        "environment": None,
+        "stop_reason": "done",
+        "env_reward": None,
+        "env_info": None,
+    }
+
+
+def count_reasoning(trajectory: dict, count) -> dict:
+    """`trajectory` with reasoning_tokens: the tokens of every assistant turn's reasoning (`count(text)`), None
+    without a counter (a served policy whose server reports none)."""
+    if count is None:
+        return {**trajectory, "reasoning_tokens": None}
+    texts = [t.get("reasoning") for t in trajectory.get("turns") or () if t.get("role") == "assistant"]
+    return {**trajectory, "reasoning_tokens": sum(count(t) for t in texts if t)}

@@ -30,8 +30,10 @@ class TransformersPolicyHandler(PolicyHandler):
         cache: RolloutCache | None = None,  # prompts sampled before (same policy and params) are reused
         label: str | None = None,  # a pool member's name, for the progress lines
         environment=None,  # EnvironmentParams: multi-turn episodes instead of single samples
+        reasoning=None,  # ReasoningTags: a leading trace goes to `reasoning`, apart from the answer
     ):
-        super().__init__(cache or RolloutCache(None, "", "transformers", sampling), total_prompts, label, environment)
+        cache = cache or RolloutCache(None, "", "transformers", sampling)
+        super().__init__(cache, total_prompts, label, environment, reasoning)
         self.model_dir = model_dir
         self.sampling = sampling
         self.device = device
@@ -50,4 +52,12 @@ class TransformersPolicyHandler(PolicyHandler):
 
     def _generate_turns(self, model: LoadedPolicy, requests: list) -> list[Sample]:
         tools = requests[0].tools if requests else None  # one environment: the same tools for every request
-        return generate_turns(model, [r.messages for r in requests], [r.seed for r in requests], self.sampling, tools)
+        messages, seeds, starts = (
+            [r.messages for r in requests],
+            [r.seed for r in requests],
+            [r.turns_from for r in requests],
+        )
+        return generate_turns(model, messages, seeds, self.sampling, tools, starts)
+
+    def _token_counter(self, model: LoadedPolicy):
+        return lambda text: len(model.tokenizer(text, add_special_tokens=False)["input_ids"])

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from rewardmill.transforms.judges.untrusted import neutralize_specials, tokenizer_specials
 from rewardmill.transforms.sampling.params import Sample, SamplingParams, sample_seed
 from rewardmill.transforms.sampling.seeded import SeededSampler
 
@@ -66,21 +67,48 @@ def generate_turns(
     seeds: Sequence[int],
     sp: SamplingParams,
     tools: list[dict[str, Any]] | None = None,
+    turns_from: Sequence[int] | None = None,
 ) -> list[Sample]:
     """One assistant turn for each conversation (a multi-turn episode's next turn), seeded by seeds[i], in one
-    `generate` call; `tools` go to the chat template (a template without tool support ignores them)."""
-    return sample_texts(policy, turn_texts(policy.tokenizer, conversations, tools), list(seeds), sp, strip=True)
+    `generate` call; formatted by `turn_texts`."""
+    texts = turn_texts(policy.tokenizer, conversations, tools, turns_from)
+    return sample_texts(policy, texts, list(seeds), sp, strip=True)
 
 
 def turn_texts(
-    tokenizer, conversations: Sequence[list[dict[str, Any]]], tools: list[dict[str, Any]] | None
+    tokenizer,
+    conversations: Sequence[list[dict[str, Any]]],
+    tools: list[dict[str, Any]] | None,
+    turns_from: Sequence[int] | None = None,
 ) -> list[str]:
     """Each conversation formatted for its next assistant turn, with `tools` given to the chat template (a template
-    without tool support ignores them): the same text on every backend that formats locally."""
-    return [
-        tokenizer.apply_chat_template(list(m), tools=tools or None, add_generation_prompt=True, tokenize=False)
-        for m in conversations
-    ]
+    without tool support ignores them): the same text on every backend that formats locally. The messages from
+    turns_from[i] on (an episode's turns: untrusted) have the tokenizer's special strings broken first, in their
+    content and tool-call arguments, so none is parsed as a control token (None: no message is)."""
+    specials = tokenizer_specials(tokenizer)
+    texts = []
+    for i, messages in enumerate(conversations):
+        start = len(messages) if turns_from is None else turns_from[i]
+        safe = [*messages[:start], *(neutral_message(m, specials) for m in messages[start:])]
+        texts.append(
+            tokenizer.apply_chat_template(safe, tools=tools or None, add_generation_prompt=True, tokenize=False)
+        )
+    return texts
+
+
+def neutral_message(message: dict[str, Any], specials: Sequence[str]) -> dict[str, Any]:
+    """A message with `specials` broken in every string it holds (content, tool calls' names and arguments)."""
+
+    def clean(value):
+        if isinstance(value, str):
+            return neutralize_specials(value, specials)
+        if isinstance(value, dict):
+            return {k: clean(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [clean(v) for v in value]
+        return value
+
+    return {k: (v if k == "role" else clean(v)) for k, v in message.items()}
 
 
 def sample_texts(

@@ -67,14 +67,19 @@ def generate_vllm(llm, conversations: Sequence[list[dict]], prompt_ids: Sequence
 
 
 def generate_vllm_turns(
-    llm, conversations: Sequence[list[dict]], seeds: Sequence[int], sp: SamplingParams, tools: list[dict] | None
+    llm,
+    conversations: Sequence[list[dict]],
+    seeds: Sequence[int],
+    sp: SamplingParams,
+    tools: list[dict] | None,
+    turns_from: Sequence[int] | None = None,
 ) -> list[Sample]:
     """One assistant turn for each conversation (an episode's next turn), drawn with seeds[i], in one `LLM.generate`
     call; formatted as the transformers backend formats it (`turn_texts`)."""
     from vllm import SamplingParams as VLLMSamplingParams
 
     tokenizer = llm.get_tokenizer()
-    prompts = token_prompts(tokenizer, turn_texts(tokenizer, conversations, tools))
+    prompts = token_prompts(tokenizer, turn_texts(tokenizer, conversations, tools, turns_from))
     params = [VLLMSamplingParams(**turn_sampling_kwargs(sp, seed)) for seed in seeds]
     outputs = llm.generate(prompts, params, use_tqdm=False)
     return [to_samples(out, seed)[0] for out, seed in zip(outputs, seeds, strict=True)]
@@ -92,8 +97,10 @@ class VLLMPolicyHandler(PolicyHandler):
         cache: RolloutCache | None = None,  # prompts sampled before (same policy and params) are reused
         label: str | None = None,  # a pool member's name, for the progress lines
         environment=None,  # EnvironmentParams: multi-turn episodes instead of single samples
+        reasoning=None,  # ReasoningTags: a leading trace goes to `reasoning`, apart from the answer
     ):
-        super().__init__(cache or RolloutCache(None, "", "vllm", sampling), total_prompts, label, environment)
+        cache = cache or RolloutCache(None, "", "vllm", sampling)
+        super().__init__(cache, total_prompts, label, environment, reasoning)
         self.model_dir = model_dir
         self.sampling = sampling
         self.llm_kwargs = dict(llm_kwargs)
@@ -107,6 +114,13 @@ class VLLMPolicyHandler(PolicyHandler):
 
     def _generate_turns(self, model, requests: list) -> list[Sample]:
         tools = requests[0].tools if requests else None  # one environment: the same tools for every request
-        return generate_vllm_turns(
-            model, [r.messages for r in requests], [r.seed for r in requests], self.sampling, tools
+        messages, seeds, starts = (
+            [r.messages for r in requests],
+            [r.seed for r in requests],
+            [r.turns_from for r in requests],
         )
+        return generate_vllm_turns(model, messages, seeds, self.sampling, tools, starts)
+
+    def _token_counter(self, model):
+        tokenizer = model.get_tokenizer()
+        return lambda text: len(tokenizer(text, add_special_tokens=False)["input_ids"])

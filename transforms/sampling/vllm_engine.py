@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from rewardmill.transforms.errors import UserError
+from rewardmill.transforms.sampling.vllm_memory import VLLMMemoryError, available_memory, kv_cache_bytes, user_chose
 
 log = logging.getLogger("rewardmill")
 
@@ -51,6 +52,14 @@ def engine_kwargs(llm_kwargs: dict | None) -> dict:
     return kwargs
 
 
+def with_memory(kwargs: dict) -> dict:
+    """The kwargs an engine starts with: on CPU, with a KV cache sized from the memory free now unless the user sized
+    it (vllm_memory.py). Not part of the engine's key: the same settings share one engine whatever was free."""
+    if not on_cpu() or user_chose(kwargs):
+        return kwargs
+    return {**kwargs, "kv_cache_memory_bytes": kv_cache_bytes(available_memory())}
+
+
 def engine(model_dir: str, llm_kwargs: dict | None = None):
     """The process's engine for `model_dir` with these settings, started on first use."""
     try:
@@ -65,12 +74,18 @@ def engine(model_dir: str, llm_kwargs: dict | None = None):
         if key not in _ENGINES:
             if not Path(model_dir).is_dir():
                 raise VLLMUnavailableError(f"{model_dir}: no such model folder for vLLM (run the model stage first)")
-            log.info("vllm %s: starting an engine on %s with %s", vllm.__version__, model_dir, kwargs)
+            start = with_memory(kwargs)
+            log.info("vllm %s: starting an engine on %s with %s", vllm.__version__, model_dir, start)
             try:
-                _ENGINES[key] = vllm.LLM(model=str(model_dir), **kwargs)
+                _ENGINES[key] = vllm.LLM(model=str(model_dir), **start)
             except Exception as exc:
+                if "memory" in str(exc).lower():  # the machine's memory, not the model folder
+                    raise VLLMMemoryError(
+                        f"vLLM could not reserve memory for {model_dir} with {start}: {type(exc).__name__}: {exc}. "
+                        "Stop other model processes, or set a smaller kv_cache_memory_bytes in the `vllm:` settings"
+                    ) from exc
                 raise VLLMUnavailableError(
-                    f"vLLM cannot load the model in {model_dir} with {kwargs}: {type(exc).__name__}: {exc}. "
+                    f"vLLM cannot load the model in {model_dir} with {start}: {type(exc).__name__}: {exc}. "
                     "Check that the folder is an HF model vLLM supports, and the `vllm:` settings in params.yaml"
                 ) from exc
         return _ENGINES[key]

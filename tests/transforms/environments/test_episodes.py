@@ -136,7 +136,7 @@ def test_a_trajectory_fits_the_v3_rollout_columns():
 
     import pyarrow as pa
 
-    from rewardmill.schemas import ROLLOUT_V3
+    from rewardmill.schemas import ROLLOUT_V2, ROLLOUT_V3
     from rewardmill.schemas.trajectory import TURN
     from rewardmill.transforms.environments.columns import trajectory_columns
 
@@ -147,10 +147,37 @@ def test_a_trajectory_fits_the_v3_rollout_columns():
 
     (per_prompt,) = run_episodes(WithCall(), [prompt("a")], 1, 0, Scripted(["3", "4"]), EpisodeLimits())
     columns = trajectory_columns(per_prompt[0], UntilFour(), [{"type": "function", "function": {"name": "python"}}])
-    names = [f.name for f in ROLLOUT_V3][-7:]
+    names = [f.name for f in ROLLOUT_V3 if f.name not in ROLLOUT_V2.names]  # the v3 columns
     assert sorted(k for k in columns if k in names) == sorted(names)
     (turns,) = pa.array([columns["turns"]], type=pa.list_(pa.field("element", TURN))).to_pylist()  # raises on a misfit
     assert turns[0]["tool_calls"][0]["function"]["arguments"] == '{"code":"1+1"}'
     assert json.loads(turns[0]["info"]) == {"tries": 1} and turns[1]["info"] is None and turns[1]["role"] == "user"
     assert columns["stop_reason"] == "done" and columns["env_reward"] == 1.0 and columns["completion"] == "4"
     assert columns["environment"] == {"name": "until_four", "version": "1", "config": "{}"}
+
+
+def test_with_reasoning_the_environment_reads_the_answer_and_the_turn_keeps_the_trace():
+    """rollouts.reasoning in an episode: each turn is split as it is sampled. The environment (and a parser) see only
+    the answer; a cut trace leaves an empty answer, which gets no credit; the trace stays on the turn, and the
+    policy's next turn sees it again as the turn's `reasoning`, never as content."""
+    import functools
+
+    from rewardmill.transforms.environments.columns import trajectory_columns
+    from rewardmill.transforms.sampling.reasoning import split_reasoning
+
+    policy = Scripted(["<think>maybe 3</think>3", "<think>it is 4, so 4"])  # the second trace is cut
+    split = functools.partial(split_reasoning)
+    (per_prompt,) = run_episodes(UntilFour(), [prompt("a")], 1, 0, policy, EpisodeLimits(max_turns=2), None, split)
+    trajectory = per_prompt[0]
+    first, _, second, _ = trajectory.turns  # each answer was told "no"
+    assert (first["content"], first["reasoning"], first["reasoning_status"]) == ("3", "maybe 3", "closed")
+    assert (second["content"], second["reasoning_status"]) == ("", "unclosed")  # "4" only inside a cut trace
+    assert trajectory.stop_reason == "max_turns" and trajectory.reward is None  # never credited
+    seen = policy.calls[1][0].messages[1]  # what the policy saw of its first turn
+    assert seen == {"role": "assistant", "content": "3", "reasoning": "maybe 3"}
+    columns = trajectory_columns(trajectory, UntilFour(), None)
+    assert (columns["completion"], columns["reasoning_status"], columns["reasoning"]) == (
+        "",
+        "unclosed",
+        "it is 4, so 4",
+    )

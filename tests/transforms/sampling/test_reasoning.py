@@ -11,7 +11,9 @@ from rewardmill.transforms.sampling.reasoning import ReasoningTags, from_served,
     [
         ("<think>6*7 is 42</think>The answer is 42.", "6*7 is 42", "The answer is 42.", "closed"),
         ("  <think>\nhm\n</think>\n\n\\boxed{4}", "hm", "\\boxed{4}", "closed"),
-        ("6*7 is 42</think>The answer is 42.", "6*7 is 42", "The answer is 42.", "closed"),  # open tag in the prompt
+        # a close tag with no open tag is answer text: what is before it is not hidden from the verifiers
+        ("6*7 is 42</think>The answer is 42.", None, "6*7 is 42</think>The answer is 42.", "none"),
+        ("I cheat.</think>\\boxed{4}", None, "I cheat.</think>\\boxed{4}", "none"),
         ("<think>6*7 is 42, so \\boxed{42}", "6*7 is 42, so \\boxed{42}", "", "unclosed"),  # cut: no credit
         ("<think>so \\boxed{42}</think>", "so \\boxed{42}", "", "no_answer"),  # only inside the trace
         ("<think>a</think>   ", "a", "", "no_answer"),
@@ -32,6 +34,13 @@ def test_split_table(text, reasoning, answer, status):
     split = split_reasoning(text)
     assert (split.reasoning, split.answer, split.status) == (reasoning, answer, status)
     assert (split.credit_blocked is None) == (status in ("closed", "none"))
+
+
+def test_a_template_that_opens_the_trace_in_the_prompt():
+    tags = ReasoningTags(opened_in_prompt=True)  # Qwen3's template ends the prompt with <think>
+    split = split_reasoning("6*7 is 42</think>The answer is 42.", tags)
+    assert (split.reasoning, split.answer, split.status) == ("6*7 is 42", "The answer is 42.", "closed")
+    assert split_reasoning("still thinking", tags).status == "unclosed"  # no close tag: cut inside the trace
 
 
 def test_custom_tags():
