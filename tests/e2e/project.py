@@ -22,9 +22,11 @@ BIN = Path(sys.executable).parent
 BUILT = ".e2e-built"  # written last in the shared build: a build that failed half way is built again
 
 
-def run(cmd: list[str], cwd: Path, extra_env: dict[str, str] | None = None) -> str:
-    """`cmd` in `cwd` with the venv first on PATH (the stages are `rewardmill run ...`); its output, or fail."""
+def run(cmd: list[str], cwd: Path, extra_env: dict[str, str | None] | None = None) -> str:
+    """`cmd` in `cwd` with the venv first on PATH (the stages are `rewardmill run ...`); its output, or fail.
+    `extra_env`: variables to set, or with None to unset."""
     env = {**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}", "DVC_NO_ANALYTICS": "1", **(extra_env or {})}
+    env = {k: v for k, v in env.items() if v is not None}
     env.pop("REWARDMILL_PARAMS", None)
     proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=1200)
     assert proc.returncode == 0, f"{' '.join(cmd)} failed:\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}"

@@ -206,7 +206,7 @@ def test_experiment_on_vllm_builds_a_dataset_that_validates(project):
     experiment's outputs replace the workspace's."""
     experiment = [str(BIN / "dvc"), "exp", "run", "-S", "rollouts.backend=vllm", "-S", "evaluate.enabled=true"]
     # as a user runs it: without the suite's VLLM_CPU_KVCACHE_SPACE, the engine sizes its KV cache from free memory
-    out = run(experiment, project, {"VLLM_CPU_KVCACHE_SPACE": ""})
+    out = run(experiment, project, {"VLLM_CPU_KVCACHE_SPACE": None})
     assert re.search(r"starting an engine on .*'kv_cache_memory_bytes': \d+", out), out[-3000:]
     ran = set(re.findall(r"Running stage '([^']+)'", out))
     assert {"rollouts", "assemble", "evaluate", "validate", "export"} <= ran and "model" not in ran, out
