@@ -389,7 +389,12 @@ def test_every_test_a_page_names_exists(page):
     assert wrong == []
 
 
-SCAFFOLDED = {"transforms/labelers/word_count.py", "tests/transforms/labelers/test_word_count.py"}  # made by the steps
+SCAFFOLDED = {  # made by the steps a page gives (`rewardmill new-labeler word_count`, `new-environment NAME`)
+    "transforms/labelers/word_count.py",
+    "tests/transforms/labelers/test_word_count.py",
+    "transforms/environments/NAME.py",
+    "tests/transforms/environments/test_NAME.py",
+}
 
 
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(REPO)))

@@ -8,7 +8,9 @@ import pytest
 
 from rewardmill.pipelines import label as label_stage
 from rewardmill.schemas import ROLLOUT_V3
+from rewardmill.transforms.config import from_dict
 from rewardmill.transforms.io.parquet import read_rows, rows_to_table, write_table
+from rewardmill.transforms.labelers.length import LengthPenaltyConfig, LengthPenaltyVerifier
 from rewardmill.transforms.sampling.params import Sample
 from rewardmill.transforms.sampling.reasoning import single_turn_columns, split_reasoning
 from rewardmill.transforms.stage.outputs import write_manifest
@@ -48,6 +50,9 @@ def test_a_cut_trace_gets_no_credit_from_any_labeler_and_says_why(tmp_path, para
         },
     }
     params_file(params)
+    # the premise: asked, the length labeler credits the empty answer a cut trace leaves
+    short = LengthPenaltyVerifier(from_dict(LengthPenaltyConfig, params["labelers"]["short"]["config"], "short"))
+    assert (short.label("", 0).verdict, short.label("", 0).score) == ("correct", 1.0)
     verdicts = {}
     for key in params["labelers"]:
         out = tmp_path / key

@@ -29,15 +29,14 @@ class VLLMMemoryError(UserError, MemoryError):
 
 
 def available_memory() -> int:
-    """Bytes of memory available now (MemAvailable: free plus what the page cache would give back)."""
+    """Bytes of memory available now: Linux's MemAvailable (free plus what the page cache would give back), else the
+    free pages the C library reports."""
     try:
-        import psutil
-
-        return int(psutil.virtual_memory().available)
-    except ImportError:  # psutil comes with accelerate; /proc/meminfo where it is missing
         with open("/proc/meminfo") as fh:
-            fields = dict(line.split(":", 1) for line in fh)
+            fields = dict(line.split(":", 1) for line in fh if ":" in line)
         return int(fields["MemAvailable"].strip().split()[0]) * 1024
+    except (OSError, KeyError, ValueError):  # no /proc (macOS): free pages only, the page cache not counted
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
 
 
 def kv_cache_bytes(available: int) -> int:
