@@ -54,6 +54,13 @@ class PolicyHandler(ModelHandler):
         """One assistant turn per TurnRequest (conversation, seed, tools), in order."""
         raise NotImplementedError(f"{type(self).__name__} cannot run environments yet")
 
+    @staticmethod
+    def _turn_inputs(requests: list) -> tuple[list, list[int], list | None, list[int]]:
+        """TurnRequests as the backends' turn generators take them: (conversations, seeds, tools, turns_from). One
+        environment offers the same tools to every request."""
+        tools = requests[0].tools if requests else None
+        return [r.messages for r in requests], [r.seed for r in requests], tools, [r.turns_from for r in requests]
+
     def _token_counter(self, model) -> Callable[[str], int] | None:
         """Counts a text's tokens with the policy's tokenizer (reasoning_tokens); None where there is none here."""
         return None

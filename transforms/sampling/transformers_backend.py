@@ -13,6 +13,7 @@ from rewardmill.transforms.sampling.transformers_generate import (
     generate_samples,
     generate_turns,
     load_policy,
+    token_counter,
 )
 
 log = logging.getLogger("rewardmill")
@@ -51,13 +52,8 @@ class TransformersPolicyHandler(PolicyHandler):
         )
 
     def _generate_turns(self, model: LoadedPolicy, requests: list) -> list[Sample]:
-        tools = requests[0].tools if requests else None  # one environment: the same tools for every request
-        messages, seeds, starts = (
-            [r.messages for r in requests],
-            [r.seed for r in requests],
-            [r.turns_from for r in requests],
-        )
+        messages, seeds, tools, starts = self._turn_inputs(requests)
         return generate_turns(model, messages, seeds, self.sampling, tools, starts)
 
     def _token_counter(self, model: LoadedPolicy):
-        return lambda text: len(model.tokenizer(text, add_special_tokens=False)["input_ids"])
+        return token_counter(model.tokenizer)

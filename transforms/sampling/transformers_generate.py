@@ -96,6 +96,11 @@ def turn_texts(
     return texts
 
 
+def token_counter(tokenizer):
+    """Counts a text's tokens as the policy tokenizes generated text (no special tokens added): reasoning_tokens."""
+    return lambda text: len(tokenizer(text, add_special_tokens=False)["input_ids"])
+
+
 def neutral_message(message: dict[str, Any], specials: Sequence[str]) -> dict[str, Any]:
     """A message with `specials` broken in every string it holds (content, tool calls' names and arguments)."""
 

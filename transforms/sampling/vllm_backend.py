@@ -14,7 +14,7 @@ from rewardmill.transforms.io import timings
 from rewardmill.transforms.sampling.cache import RolloutCache
 from rewardmill.transforms.sampling.handler import PolicyHandler
 from rewardmill.transforms.sampling.params import Sample, SamplingParams, prompt_seed
-from rewardmill.transforms.sampling.transformers_generate import chat_texts, turn_texts
+from rewardmill.transforms.sampling.transformers_generate import chat_texts, token_counter, turn_texts
 from rewardmill.transforms.sampling.vllm_engine import engine, token_prompts
 
 log = logging.getLogger("rewardmill")
@@ -113,14 +113,8 @@ class VLLMPolicyHandler(PolicyHandler):
         return generate_vllm(model, [p["messages"] for p in prompts], [p["prompt_id"] for p in prompts], self.sampling)
 
     def _generate_turns(self, model, requests: list) -> list[Sample]:
-        tools = requests[0].tools if requests else None  # one environment: the same tools for every request
-        messages, seeds, starts = (
-            [r.messages for r in requests],
-            [r.seed for r in requests],
-            [r.turns_from for r in requests],
-        )
+        messages, seeds, tools, starts = self._turn_inputs(requests)
         return generate_vllm_turns(model, messages, seeds, self.sampling, tools, starts)
 
     def _token_counter(self, model):
-        tokenizer = model.get_tokenizer()
-        return lambda text: len(tokenizer(text, add_special_tokens=False)["input_ids"])
+        return token_counter(model.get_tokenizer())
