@@ -66,14 +66,15 @@ class FailedCallsError(UserError):
 
 
 def rollouts_schema(rollouts_dir: str) -> pa.Schema:
-    """What the stage reads of the rollouts: ROLLOUT_V2's columns, plus `reasoning_status` from v3 rollouts (a trace
-    cut off before its answer is labeled with no credit, by no labeler: transforms/labelers/beam.py)."""
+    """What the stage reads of the rollouts: all of ROLLOUT_V3 from v3 rollouts (trajectory labelers read `turns` and
+    the environment's reward; a trace cut off before its answer is labeled with no credit, by no labeler:
+    transforms/labelers/beam.py), else ROLLOUT_V2."""
     try:
         written = read_manifest(rollouts_dir).get("schema")
     except FileNotFoundError:  # rollouts made by hand (a file, a test) have no manifest: read as v2
         written = None
     if written == schema_id(ROLLOUT_V3):
-        return pa.schema([*ROLLOUT_V2, ROLLOUT_V3.field("reasoning_status")])
+        return ROLLOUT_V3
     return ROLLOUT_V2
 
 

@@ -85,6 +85,29 @@ def test_feedback_episodes_are_v3_rows_that_hold_together(tmp_path, params_file,
         rollout = by_id[label["rollout_id"]]
         assert (label["verdict"] == "correct") == (rollout["env_reward"] == 1.0), (label, rollout["turns"])
 
+    # the trajectory labelers: the environment's reward, and the turn labels from its per-turn records
+    params["labelers"] = {"env": {"labeler": "environment"}, "turns": {"labeler": "turns"}}
+    params_file(params)
+    for key in params["labelers"]:
+        label_stage.main([key, "--rollouts", str(first), "--out", str(tmp_path / key)])
+    env = {r["rollout_id"]: r for r in read_rows(str(tmp_path / "env"))}
+    assert {rid: (r["score"], r["verdict"]) for rid, r in env.items()} == {
+        rid: (r["env_reward"], "correct" if r["env_reward"] == 1.0 else "incorrect") for rid, r in by_id.items()
+    }
+    turns = read_rows(str(tmp_path / "turns"))
+    assert len(turns) == 6 * 3  # three aspects per trajectory
+    for label in turns:
+        rollout = by_id[label["rollout_id"]]
+        attempts = len([t for t in rollout["turns"] if t["role"] == "assistant"])
+        if label["aspect"] == "progress":  # solved at attempt k: 1/k; never: 0
+            assert label["score"] == pytest.approx(1 / attempts if rollout["env_reward"] == 1.0 else 0.0), label
+        if label["aspect"] == "tool_use":  # feedback offers no tools
+            assert (label["verdict"], label["score"]) == ("abstain", None)
+        if label["aspect"] == "turns":
+            assert json.loads(label["raw"])["first_error_turn"] == (
+                -1 if attempts == 1 and rollout["env_reward"] else 0
+            )
+
 
 def test_an_unknown_environment_or_backend_is_refused_before_any_work(tmp_path, params_file, inputs):
     params, prompts, model = inputs

@@ -10,6 +10,7 @@ from importlib.metadata import entry_points
 from rewardmill.transforms.errors import UserError
 from rewardmill.transforms.labelers.code_tests import CodeTestsVerifier
 from rewardmill.transforms.labelers.contract import check_labeler, find_plugin
+from rewardmill.transforms.labelers.environment import EnvironmentRewardVerifier
 from rewardmill.transforms.labelers.format import FormatVerifier
 from rewardmill.transforms.labelers.instruction_following import InstructionFollowingVerifier
 from rewardmill.transforms.labelers.length import LengthPenaltyVerifier
@@ -23,10 +24,13 @@ from rewardmill.transforms.labelers.reward_model import RewardModelScorer
 from rewardmill.transforms.labelers.rubric_judge import RubricJudge
 from rewardmill.transforms.labelers.self_consistency import SelfConsistencyVerifier
 from rewardmill.transforms.labelers.tiered import TieredVerifier
+from rewardmill.transforms.labelers.trajectory_judge import TrajectoryJudge
+from rewardmill.transforms.labelers.turns import TurnLabelsVerifier
 
 # `rewardmill new-labeler NAME` adds its import above and its entry below.
 LABELERS = {
     "code_tests": CodeTestsVerifier,
+    "environment": EnvironmentRewardVerifier,
     "format": FormatVerifier,
     "instruction_following": InstructionFollowingVerifier,
     "length": LengthPenaltyVerifier,
@@ -40,6 +44,8 @@ LABELERS = {
     "rubric_judge": RubricJudge,
     "self_consistency": SelfConsistencyVerifier,
     "tiered": TieredVerifier,
+    "trajectory_judge": TrajectoryJudge,
+    "turns": TurnLabelsVerifier,
 }
 
 ENTRY_POINT_GROUP = "rewardmill.labelers"

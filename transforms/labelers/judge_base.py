@@ -8,11 +8,20 @@ a judge call (`no_answer_label`): a "master key" such as ":" or "Let's solve thi
 and never outranks a sincere wrong answer. Every client is guarded against special-token strings (backends.py).
 """
 
-from dataclasses import replace
+import json
+from dataclasses import dataclass, field, replace
 
 from rewardmill.transforms.judges.backends import make_client
-from rewardmill.transforms.judges.client import JudgeClient, JudgeResponse
+from rewardmill.transforms.judges.client import BackendConfig, JudgeClient, JudgeResponse, Sampling
 from rewardmill.transforms.judges.guarded_client import unguarded
+from rewardmill.transforms.judges.likert import (
+    check_scale,
+    geval_score,
+    normalize_score,
+    parse_likert,
+    self_consistency,
+)
+from rewardmill.transforms.judges.reference import TOP_LOGPROBS
 from rewardmill.transforms.judges.untrusted import NO_SUBSTANCE, has_substance
 from rewardmill.transforms.labelers.base import Label
 from rewardmill.transforms.labelers.reasoning import answer_text
@@ -62,6 +71,15 @@ class JudgeLabeler:
         (`question_of(messages)`), an answer that only restates it is screened out too."""
         return self.defended and not has_substance(answer, question)
 
+    def judge_answers(self, rows: list[tuple], answer_at: int, request, to_label) -> list[Label]:
+        """One label per row: rows whose answer (`row[answer_at]`) has no substance get `no_answer_label` without a
+        call; the others' `request(*row)` go to the client in one batch, and each reply becomes `to_label(reply)`."""
+        ask = [i for i, row in enumerate(rows) if not self.screens_out(judged_answer(row[answer_at]))]
+        responses = self.client.complete([request(*rows[i]) for i in ask]) if ask else []
+        answers = dict(zip(ask, responses, strict=True))
+        empty = no_answer_label(self.config.aspect)
+        return [to_label(answers[i]) if i in answers else empty for i in range(len(rows))]
+
     def __getstate__(self):  # clients hold models and connections; a copy opens its own when first used
         return {**self.__dict__, "_clients": {}}
 
@@ -97,3 +115,70 @@ class JudgeLabeler:
         for client in self._clients.values():
             client.close()
         self._clients = {}
+
+
+# One greedy rating read from text alone: no measure of how sure the judge was.
+CONFIDENCE_UNCALIBRATED = 0.5
+
+
+@dataclass(frozen=True)
+class LikertJudgeConfig:
+    """What a Likert judge (pointwise_judge, trajectory_judge) is set with; each subclasses it with its defaults."""
+
+    backend: BackendConfig = field(default_factory=BackendConfig)  # which model judges (default: the policy folder)
+    criteria: str = "correctness of the final answer"
+    scale: tuple[int, int] = (1, 5)
+    samples: int = 1  # 1 = one greedy call (G-Eval when logprobs exist); k > 1 = k sampled ratings (self-consistency)
+    temperature: float = 0.7  # for samples > 1
+    max_tokens: int = 32  # "Score: n" then a short reason
+    seed: int = 0
+    aspect: str = "quality"
+    pass_threshold: float = 0.5  # rescaled score at or above which the verdict is `correct`
+
+    def __post_init__(self):
+        check_scale(self.scale)
+        if self.samples < 1:
+            raise ValueError(f"samples must be >= 1, got {self.samples}")
+
+
+def likert_sampling(cfg) -> Sampling:
+    """How a Likert judge (`cfg`: samples, temperature, max_tokens, seed) asks: one greedy call with the score tokens'
+    logprobs (G-Eval), or `samples` sampled ratings (self-consistency)."""
+    if cfg.samples == 1:
+        return Sampling(temperature=0.0, max_tokens=cfg.max_tokens, seed=cfg.seed, top_logprobs=TOP_LOGPROBS)
+    return Sampling(temperature=cfg.temperature, max_tokens=cfg.max_tokens, n=cfg.samples, seed=cfg.seed)
+
+
+def likert_label(response: JudgeResponse, cfg) -> Label:
+    """Pure: a Likert judge's response -> Label (`cfg`: scale, samples, aspect, pass_threshold). With one sample and
+    logprobs, the G-Eval expected score with a confidence that falls with its spread; with k samples, their mean and
+    the share that agree; else the parsed rating at a flat, low confidence. Malformed text: score None (abstain)
+    with the text kept."""
+    if response.error:
+        return call_failed(response.error, cfg.aspect)
+    texts = [c.text for c in response.completions]
+    parsed = [parse_likert(text, cfg.scale) for text in texts]
+    raw = {"texts": texts, "parsed": [p.score for p in parsed]}
+    if cfg.samples == 1:
+        geval = geval_score(response.completions[0].logprobs, cfg.scale)
+        if geval is not None:
+            half_range = (cfg.scale[1] - cfg.scale[0]) / 2
+            raw["geval"] = {"expected": geval.expected, "spread": geval.spread, "mass": geval.mass}
+            score, confidence = geval.expected, max(0.0, 1.0 - geval.spread / half_range) * geval.mass
+            how = f"G-Eval expected score {geval.expected:.2f} (spread {geval.spread:.2f})"
+        else:
+            score, confidence = parsed[0].score, CONFIDENCE_UNCALIBRATED
+            how = f"rated {score}"
+    else:
+        summary = self_consistency([p.score for p in parsed])
+        score, confidence = summary.mean, summary.agreement or 0.0
+        how = f"mean of {summary.n_valid}/{len(parsed)} sampled ratings {summary.mean}"
+    raw_text = json.dumps(raw, ensure_ascii=False)
+    if score is None:
+        return Label(None, 0.0, "abstain", "the judge gave no readable score", raw=raw_text, aspect=cfg.aspect)
+    rescaled = normalize_score(score, cfg.scale)
+    verdict = "correct" if rescaled >= cfg.pass_threshold else "incorrect"
+    reason = next((p.rationale for p in parsed if p.rationale), "") or ""
+    rationale = f"{how} on a {cfg.scale[0]}-{cfg.scale[1]} scale. {reason}".strip()
+    confidence = round(min(1.0, confidence), 6)
+    return Label(rescaled, confidence, verdict, rationale[:500], raw=raw_text, aspect=cfg.aspect)

@@ -8,7 +8,7 @@ from importlib.metadata import EntryPoint
 
 import pytest
 
-from rewardmill.schemas.rollout import ROLLOUT_V2
+from rewardmill.schemas.rollout import ROLLOUT_V3
 from rewardmill.transforms import labelers
 from rewardmill.transforms.config import from_dict
 from rewardmill.transforms.errors import UserError, is_user_error
@@ -61,7 +61,7 @@ def test_registered_labeler_satisfies_the_labeler_protocol(key):
     assert check_labeler(cls, key) is cls
     assert dataclasses.is_dataclass(cls.Config)
     for reads in (cls.reads, labeler.reads):  # the class's default and the instance's own
-        assert isinstance(reads, tuple) and set(reads) <= set(ROLLOUT_V2.names), reads
+        assert isinstance(reads, tuple) and set(reads) <= set(ROLLOUT_V3.names), reads
     inspect.signature(labeler.label).bind(*labeler.reads)  # label takes the reads values, in order
     for subject in (cls, labeler):
         tasks = declared_tasks(subject)

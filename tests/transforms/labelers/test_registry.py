@@ -4,7 +4,7 @@ import pickle
 
 import pytest
 
-from rewardmill.schemas.rollout import ROLLOUT_V2
+from rewardmill.schemas.rollout import ROLLOUT_V3
 from rewardmill.transforms.config import from_dict
 from rewardmill.transforms.labelers import LABELERS
 from tests.conftest import REPO
@@ -20,6 +20,6 @@ def test_labeler_conventions(key):
     assert (REPO / "transforms/labelers" / f"{key}.py").exists()
     assert cls.name == key and isinstance(cls.version, str) and cls.version
     labeler = cls(from_dict(cls.Config, REQUIRED.get(key, {}), key))
-    assert set(labeler.reads) <= set(ROLLOUT_V2.names)
+    assert set(labeler.reads) <= set(ROLLOUT_V3.names)  # v3: the trajectory columns (turns, env_reward, ...)
     assert getattr(labeler, "tasks", None) is None or isinstance(labeler.tasks, tuple)
     assert pickle.loads(pickle.dumps(labeler)).version == cls.version
