@@ -18,7 +18,10 @@ BASE_METHODS = ("mc", "binary_search", "judge", "consensus")
 # Labels checked against a pseudo-reference (the majority answer of the prompt's rollouts, TTRL) rather than a given
 # reference carry this suffix, so a trainer or a filter can tell them apart: "mc+pseudo_reference".
 PSEUDO_REFERENCE = "+pseudo_reference"
-METHODS = BASE_METHODS + tuple(m + PSEUDO_REFERENCE for m in BASE_METHODS)
+# turns: a multi-turn trajectory's assistant turns, labeled from its environment's per-turn records
+# (transforms/steps/turn_prm.py). Its labels are per turn: a later turn may recover from a wrong one.
+TURNS_METHOD = "turns"
+METHODS = BASE_METHODS + tuple(m + PSEUDO_REFERENCE for m in BASE_METHODS) + (TURNS_METHOD,)
 
 STEP_LABEL_V1 = versioned(
     "step_label",

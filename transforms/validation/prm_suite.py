@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 
 from rewardmill.schemas import PRM_V1
-from rewardmill.schemas.step import METHODS
+from rewardmill.schemas.step import METHODS, TURNS_METHOD
 from rewardmill.transforms.validation.expectations import (
     SPLITS,
     column,
@@ -36,23 +36,27 @@ PRM_HELPERS = (STEPS_MATCH, SOFT_LABELS_MATCH, FIRST_ERROR_VALID, LABELS_MATCH_F
 def prm_helper_columns(table: pa.Table) -> dict[str, list[bool]]:
     """PRM_V1 table -> the helper columns above.
 
-    Input columns: completions, labels, soft_labels, first_error_step. One bool per row, False where an input the
-    rule needs is null or missing (soft_labels aside: a null or missing one is left to its not-null or column-set
-    expectation). Each broken rule fails one helper: labels are compared with the Qwen convention alone (label i
-    is True iff first_error_step < 0 or i < first_error_step), so an out-of-range first_error_step fails
-    _first_error_valid, not the label check.
+    Input columns: completions, labels, soft_labels, first_error_step, method. One bool per row, False where an input
+    the rule needs is null or missing (soft_labels aside: a null or missing one is left to its not-null or
+    column-set expectation). Each broken rule fails one helper: labels are compared with the Qwen convention alone
+    (label i is True iff first_error_step < 0 or i < first_error_step), so an out-of-range first_error_step fails
+    _first_error_valid, not the label check. Rows of method `turns` label each turn on its own (a later turn may
+    recover): every label before the first error is True and the one at it False; later ones are free.
     """
     completions, labels, soft = column(table, "completions"), column(table, "labels"), column(table, "soft_labels")
-    first_errors = column(table, "first_error_step")
+    first_errors, methods = column(table, "first_error_step"), column(table, "method")
     steps_match, soft_match, valid, consistent = [], [], [], []
-    for steps, hard, scores, first in zip(completions, labels, soft, first_errors, strict=True):
+    for steps, hard, scores, first, method in zip(completions, labels, soft, first_errors, methods, strict=True):
         steps_match.append(steps is not None and hard is not None and len(steps) == len(hard) >= 1)
         soft_match.append(scores is None or (hard is not None and len(scores) == len(hard)))
         valid.append(first is not None and hard is not None and (first == -1 or 0 <= first < len(hard)))
+        per_turn = method == TURNS_METHOD
         consistent.append(
             first is not None
             and hard is not None
-            and all(label == (first < 0 or i < first) for i, label in enumerate(hard))
+            and all(
+                label == (first < 0 or i < first) for i, label in enumerate(hard) if not (per_turn and 0 <= first < i)
+            )
         )
     return {
         STEPS_MATCH: steps_match,

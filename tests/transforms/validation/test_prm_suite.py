@@ -78,6 +78,13 @@ def test_prm_suite_is_registered_and_covers_every_column():
         (prm_row(1, labels=[True, True, False], first_error_step=-1), [True, True, True, False]),
         (prm_row(1, labels=None), [False, False, False, False]),  # nothing to compare with
         (prm_row(1, first_error_step=None), [True, True, False, False]),
+        # method turns labels each turn: a later turn recovers after the first error...
+        (prm_row(1, labels=[True, False, True], first_error_step=1, method="turns"), [True, True, True, True]),
+        # ...which the prefix convention does not allow
+        (prm_row(1, labels=[True, False, True], first_error_step=1), [True, True, True, False]),
+        # ...but before and at the first error the turns rows obey it too
+        (prm_row(1, labels=[False, False, True], first_error_step=1, method="turns"), [True, True, True, False]),
+        (prm_row(1, labels=[True, True, True], first_error_step=1, method="turns"), [True, True, True, False]),
     ],
 )
 def test_prm_helper_columns(row, expected):
