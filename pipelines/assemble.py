@@ -5,7 +5,8 @@ _rewards/: one REWARD_V1 row per rollout: reward, correctness, confidence, named
 pairs/: PAIR_V2 preference pairs by the strategies in params `assemble.pairs`.
 rl/: RL_V1 prompts with their pass rate and difficulty. sft/: SFT_V1 best verified rollouts per prompt.
 prm/: TRL stepwise (PRM_V1) rows from the step labels of every steps labeler in params `steps`, one row per
-  (steps labeler, rollout); written only when `steps` names at least one labeler.
+  (steps labeler, rollout), and with `prm_turns` one row per trajectory (labeler `turns`: its assistant turns as
+  steps, transforms/steps/turn_prm.py); written only when there is either.
 Each folder has `_rejects/` (every prompt, pair or rollout an output does not use, with a reason) and a manifest.
 
 How it scales: prompt-level filters (duplicates, contamination) run once over all prompt texts, beside the reading of
@@ -31,11 +32,11 @@ from rewardmill.pipelines.assemble_outputs import (
     manifest_reads,
     write_manifests,
 )
-from rewardmill.schemas import LABEL_V1, REJECT_V1, ROLLOUT_V2
+from rewardmill.schemas import LABEL_V1, REJECT_V1, ROLLOUT_V2, ROLLOUT_V3
 from rewardmill.transforms.aggregate.beam import COUNTS, AssembleBucket, BucketInputs, bucket_inputs, sum_counts
 from rewardmill.transforms.aggregate.bucket import ROLLOUT_COLUMNS, CoreConfig
 from rewardmill.transforms.aggregate.measured_weights import WeightUsed, resolve_weights, weight_record
-from rewardmill.transforms.aggregate.prm import AssemblePrm
+from rewardmill.transforms.aggregate.prm import TRAJECTORY_COLUMNS, AssemblePrm, trajectory_count
 from rewardmill.transforms.aggregate.prompt_flags import FiltersConfig
 from rewardmill.transforms.aggregate.reward import LABEL_COLUMNS, MEASURED, AggregateConfig
 from rewardmill.transforms.aggregate.rl import RlConfig
@@ -54,6 +55,7 @@ from rewardmill.transforms.pairing.strategies import PairsConfig
 from rewardmill.transforms.stage.conservation import ConservationError
 from rewardmill.transforms.stage.outputs import MANIFEST, REJECTS_DIR, atomic_output, read_manifest, write_json_atomic
 from rewardmill.transforms.stage.runner import StageTimer, absolute_args, load_beam_config, run_pipeline, setup_logging
+from rewardmill.transforms.steps.turn_prm import LABELER as TURNS_LABELER
 
 REJECT_KEY = ("row_id", "reason", "stage")
 SCRATCH = "_scratch"  # tables crossing shuffles as files (transforms/io/tables.spill_table); deleted when done
@@ -78,6 +80,9 @@ class AssembleConfig:
     # PRM rows end at a rollout's first wrong step (Qwen's PRM convention: later steps say nothing once the prefix
     # is wrong); false keeps them, labelled False.
     prm_truncate_after_error: bool = True
+    # Rollouts from an environment: one turn-level PRM row per trajectory (its assistant turns as steps, labeled per
+    # turn from the environment's records; never truncated: a later turn may recover).
+    prm_turns: bool = True
 
     def __post_init__(self):
         if self.num_shards < 1 or self.buckets < 1:
@@ -104,7 +109,13 @@ def bucket_core(cfg: AssembleConfig) -> CoreConfig:
 
 
 def build(
-    p, cfg: AssembleConfig, rollouts_dir: str, label_dirs: list[str], out_dir: str, steps_dirs: list[str] | None = None
+    p,
+    cfg: AssembleConfig,
+    rollouts_dir: str,
+    label_dirs: list[str],
+    out_dir: str,
+    steps_dirs: list[str] | None = None,
+    turns: bool = False,
 ) -> None:
     """The pipeline; big tables cross its shuffles as files under `out_dir/_scratch/` (main() deletes it)."""
     scratch = storage.join(out_dir, SCRATCH)
@@ -124,10 +135,13 @@ def build(
         | "Sum counts" >> beam.CombineGlobally(sum_counts)
         | "Write counts" >> beam.ParDo(WriteJson(storage.join(out_dir, COUNTS_FILE)))
     )
-    if steps_dirs:
-        rollout_tables = p | "Read rollouts" >> ReadStageTables(rollouts_dir, ROLLOUT_V2, list(ROLLOUT_COLUMNS))
+    if steps_dirs or turns:
+        schema, columns = (
+            (ROLLOUT_V3, (*ROLLOUT_COLUMNS, *TRAJECTORY_COLUMNS)) if turns else (ROLLOUT_V2, ROLLOUT_COLUMNS)
+        )
+        rollout_tables = p | "Read rollouts" >> ReadStageTables(rollouts_dir, schema, list(columns))
         _ = rollout_tables | "PRM" >> AssemblePrm(
-            steps_dirs, storage.join(out_dir, "prm"), cfg.prm_truncate_after_error, cfg.num_shards
+            steps_dirs or [], storage.join(out_dir, "prm"), cfg.prm_truncate_after_error, cfg.num_shards, turns
         )
 
 
@@ -197,6 +211,12 @@ def main(argv: list[str] | None = None) -> None:
     # Likewise only the steps labelers in params: no `steps` section (or an empty one) writes no prm/ folder.
     step_names = step_labeler_names()
     steps_dirs = [storage.join(args.steps, n) for n in step_names]
+    trajectories = trajectory_count(args.rollouts) if cfg.prm_turns else 0
+    if trajectories and TURNS_LABELER in step_names:
+        raise ConfigError(
+            f"params.yaml: steps.{TURNS_LABELER}: the turn-level PRM rows of trajectories are labeler "
+            f"'{TURNS_LABELER}'; rename the steps entry, or set assemble.prm_turns: false"
+        )
     try:
         cfg.aggregate.check_labelers(names)
     except ValueError as exc:
@@ -210,9 +230,11 @@ def main(argv: list[str] | None = None) -> None:
     numbers = {name: w.weight for name, w in used.items()}
     run_cfg = dataclasses.replace(cfg, aggregate=cfg.aggregate.with_weights(numbers))  # manifests record `cfg`
     with atomic_output(args.out) as tmp:
-        for name in [*OUTPUTS, *(["prm"] if steps_dirs else [])]:
+        for name in [*OUTPUTS, *(["prm"] if steps_dirs or trajectories else [])]:
             storage.make_folder(storage.join(tmp, name))
-        run_pipeline(lambda p: build(p, run_cfg, args.rollouts, label_dirs, tmp, steps_dirs), beam_cfg)
+        run_pipeline(
+            lambda p: build(p, run_cfg, args.rollouts, label_dirs, tmp, steps_dirs, bool(trajectories)), beam_cfg
+        )
         counts = pop_json(storage.join(tmp, COUNTS_FILE))
         if counts is None:
             raise ConservationError(f"{STAGE}: the runner did not run the buckets' counts; nothing was written")
@@ -229,8 +251,8 @@ def main(argv: list[str] | None = None) -> None:
                 "scratch": partial(storage.remove_tree, storage.join(tmp, SCRATCH)),
             }
         )
-        check_conservation(tmp, counts, found, args.rollouts, label_dirs, steps_dirs)
-        manifests = write_manifests(tmp, cfg, counts, found, labels, steps)
+        check_conservation(tmp, counts, found, args.rollouts, label_dirs, steps_dirs, trajectories)
+        manifests = write_manifests(tmp, cfg, counts, found, labels, steps, trajectories)
         record_weights(tmp, manifests, used)
     timer.done(manifests["pairs"])
 

@@ -12,11 +12,13 @@ import polars as pl
 import pyarrow.compute as pc
 
 from rewardmill.schemas import PAIR_V2, PRM_V1, REWARD_V1, RL_V1, SFT_V1
+from rewardmill.schemas.step import TURNS_METHOD
 from rewardmill.transforms.config import read_params
 from rewardmill.transforms.io import storage
 from rewardmill.transforms.io.parquet import list_shards, read_table
 from rewardmill.transforms.stage.conservation import distinct_ids, id_frame, reconcile, reject_rows
 from rewardmill.transforms.stage.outputs import count_rows, digest_path, write_manifest
+from rewardmill.transforms.steps.turn_prm import LABELER as TURNS_LABELER
 
 log = logging.getLogger("rewardmill")
 
@@ -60,10 +62,12 @@ def check_conservation(
     rollouts_dir: str,
     label_dirs: list[str],
     steps_dirs: list[str],
+    trajectories: int = 0,
 ) -> None:
     """The buckets saw every rollout and label, and every output holds what they made: `_rewards` a row per
     rollout; `rl` and `sft` a row or a reject per prompt; `pairs` the pairs written; `prm` a row or a reject per
-    (steps labeler, labeled rollout). `found`: the results of conservation_reads."""
+    (steps labeler, labeled rollout) and per trajectory (`trajectories` of them, when turn rows are made). `found`:
+    the results of conservation_reads."""
     rollouts = count_rows(rollouts_dir)
     labels = sum(count_rows(d) for d in label_dirs)
     prompts = found["ids/prompts"]
@@ -88,16 +92,16 @@ def check_conservation(
         unit="pairs",
         allow_empty=True,
     )
-    if steps_dirs:
+    if steps_dirs or trajectories:
         frames = [id_frame(d, ["rollout_id", "labeler"]) for d in steps_dirs]
-        labeled = sum(f.unique().height for f in frames)
+        labeled = sum(f.unique().height for f in frames) + trajectories
         prm = distinct_ids(storage.join(out, "prm"), ["rollout_id", "labeler"])
         reconcile(
             f"{STAGE} prm",
             inputs=labeled,
             outputs=prm,
             rejects=reject_rows(storage.join(out, "prm")),
-            unit="(steps labeler, rollout) pairs",
+            unit="(steps labeler, rollout) pairs and trajectories",
             allow_empty=True,
         )
 
@@ -121,9 +125,10 @@ def write_manifests(
     found: dict[str, Any],
     labels: dict[str, str],
     steps: dict[str, str],
+    trajectories: int = 0,
 ) -> dict[str, dict]:
-    """The manifest of each output folder (and of prm/ when `steps`, steps labeler -> its folder, names one);
-    `labels`: labeler -> its folder; `found`: the results of manifest_reads."""
+    """The manifest of each output folder (and of prm/ when `steps`, steps labeler -> its folder, names one, or
+    `trajectories` made turn rows); `labels`: labeler -> its folder; `found`: the results of manifest_reads."""
     digests = {name.removeprefix("digest/"): d for name, d in found.items() if name.startswith("digest/")}
     labeled = {name: d for name, d in digests.items() if not name.startswith("steps/")}
     stepped = {name: d for name, d in digests.items() if name == "rollouts" or name.startswith("steps/")}
@@ -147,16 +152,17 @@ def write_manifests(
     }
     for name, manifest in manifests.items():
         log.info("%s: %s: %d rows, rejects %s", STAGE, name, manifest["rows"], manifest["rejects"])
-    if steps:
+    if steps or trajectories:
         section = read_params().get("steps") or {}
         methods = {n: (section.get(n) or {}).get("config", {}).get("method") for n in steps}
+        methods |= {TURNS_LABELER: TURNS_METHOD} if trajectories else {}
         manifests["prm"] = write_manifest(
             storage.join(out, "prm"),
             stage=STAGE,
             schema=PRM_V1,
             config=cfg,
             input_digests=stepped,
-            extra={"step_labelers": list(steps), "step_methods": methods},
+            extra={"step_labelers": list(methods), "step_methods": methods},
         )
         log.info("%s: prm: %d rows, rejects %s", STAGE, manifests["prm"]["rows"], manifests["prm"]["rejects"])
     return manifests

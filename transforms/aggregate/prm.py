@@ -1,7 +1,9 @@
-"""Thin Beam wrapper around steps.prm_rows.build_prm_row: rollouts + step labels -> the prm/ output of `assemble`.
+"""Thin Beam wrappers around steps.prm_rows.build_prm_row and steps.turn_prm.build_turn_prm_row: rollouts + step
+labels, and trajectories -> the prm/ output of `assemble`.
 
 Only the rollouts that have step labels cross the join's shuffle; a (steps labeler, rollout) gives one PRM_V1 row or
-one REJECT_V1 reject (tagged REJECTED).
+one REJECT_V1 reject (tagged REJECTED). With `turns`, every trajectory (a rollout an environment ran) gives one row of
+labeler `turns` (its assistant turns as steps) or one reject.
 """
 
 from collections.abc import Iterable
@@ -14,8 +16,12 @@ import pyarrow.compute as pc
 from rewardmill.schemas import PRM_V1, STEP_LABEL_V1
 from rewardmill.transforms.aggregate.bucket import STAGE
 from rewardmill.transforms.io.parquet import ReadStageOutput, WriteSortedParquet
-from rewardmill.transforms.stage.outputs import reject, write_rejects
+from rewardmill.transforms.stage.outputs import read_manifest, reject, write_rejects
 from rewardmill.transforms.steps.prm_rows import build_prm_row
+from rewardmill.transforms.steps.turn_prm import LABELER as TURNS_LABELER
+from rewardmill.transforms.steps.turn_prm import build_turn_prm_row
+
+TRAJECTORY_COLUMNS = ("turns", "environment")  # what the turn rows read beyond ROLLOUT_COLUMNS
 
 REJECTED = "rejected"
 
@@ -56,6 +62,36 @@ class MakePrmRows(beam.DoFn):
             yield row
 
 
+class MakeTurnPrmRows(beam.DoFn):
+    """A trajectory (ROLLOUT_COLUMNS + turns) -> its turn-level PRM_V1 row, or a reject whose row_id is
+    `<rollout_id>/turns`."""
+
+    def process(self, rollout: dict) -> Iterable[Any]:
+        row, rejected = build_turn_prm_row(rollout)
+        if rejected is not None:
+            beam.metrics.Metrics.counter(STAGE, f"prm_rejected_{rejected.reason}").inc()
+            row_id = f"{rollout['rollout_id']}/{TURNS_LABELER}"
+            yield beam.pvalue.TaggedOutput(REJECTED, reject(STAGE, row_id, rejected.reason, rejected.detail))
+            return
+        beam.metrics.Metrics.counter(STAGE, "prm_turn_rows").inc()
+        yield row
+
+
+def trajectories(table: pa.Table) -> Iterable[dict]:
+    """The rows of `table` an environment ran (`environment` not null): single-turn rows have no turns to label."""
+    yield from table.filter(pc.is_valid(table.column("environment"))).to_pylist()
+
+
+def trajectory_count(rollouts_dir: str) -> int:
+    """How many trajectories the rollouts hold, from their manifest's `episodes` (0: no environment ran, or a folder
+    written outside the rollouts stage)."""
+    try:
+        episodes = read_manifest(rollouts_dir).get("episodes") or {}
+    except FileNotFoundError:
+        return 0
+    return int(episodes.get("trajectories") or 0)
+
+
 def rows_with_step_labels(table: pa.Table, labeled: list[str]) -> Iterable[tuple[str, dict]]:
     """(rollout_id, row) of the rollouts in `table` that have step labels: steps labelers label a sample, so the
     other rollouts never cross the join's shuffle."""
@@ -65,17 +101,37 @@ def rows_with_step_labels(table: pa.Table, labeled: list[str]) -> Iterable[tuple
 
 
 class AssemblePrm(beam.PTransform):
-    """Rollout tables (ROLLOUT_COLUMNS) + the step labels under `steps_dirs` -> PRM_V1 rows in `prm_dir`, their
-    rejects in `prm_dir/_rejects/`."""
+    """Rollout tables (ROLLOUT_COLUMNS, + TRAJECTORY_COLUMNS with `turns`) + the step labels under `steps_dirs` ->
+    PRM_V1 rows in `prm_dir`, their rejects in `prm_dir/_rejects/`."""
 
-    def __init__(self, steps_dirs: list[str], prm_dir: str, truncate_after_error: bool, num_shards: int):
+    def __init__(
+        self, steps_dirs: list[str], prm_dir: str, truncate_after_error: bool, num_shards: int, turns: bool = False
+    ):
         super().__init__()
         self.steps_dirs = steps_dirs
         self.prm_dir = prm_dir
         self.truncate_after_error = truncate_after_error
         self.num_shards = num_shards
+        self.turns = turns
 
     def expand(self, rollout_tables):
+        made = []
+        if self.steps_dirs:
+            made.append(self._from_step_labels(rollout_tables))
+        if self.turns:
+            made.append(
+                rollout_tables
+                | "Trajectories" >> beam.FlatMap(trajectories)
+                | "Turn PRM rows" >> beam.ParDo(MakeTurnPrmRows()).with_outputs(REJECTED, main="rows")
+            )
+        rejects = tuple(m[REJECTED] for m in made) | "All PRM rejects" >> beam.Flatten()
+        write_rejects(rejects, self.prm_dir)
+        rows = tuple(m.rows for m in made) | "All PRM rows" >> beam.Flatten()
+        return rows | "Write PRM rows" >> WriteSortedParquet(
+            self.prm_dir, PRM_V1, sort_key=lambda r: f"{r['labeler']}\x00{r['rollout_id']}", num_shards=self.num_shards
+        )
+
+    def _from_step_labels(self, rollout_tables):
         reads = [
             rollout_tables.pipeline | f"Read step labels {i}" >> ReadStageOutput(d, STEP_LABEL_V1)
             for i, d in enumerate(self.steps_dirs)
@@ -89,12 +145,8 @@ class AssemblePrm(beam.PTransform):
         rollouts = rollout_tables | "Rollouts with step labels" >> beam.FlatMap(
             rows_with_step_labels, beam.pvalue.AsList(labeled)
         )
-        prm = (
+        return (
             {"rollouts": rollouts, "steps": steps}
             | "Join step labels" >> beam.CoGroupByKey()
             | "PRM rows" >> beam.ParDo(MakePrmRows(self.truncate_after_error)).with_outputs(REJECTED, main="rows")
-        )
-        write_rejects(prm[REJECTED], self.prm_dir)
-        return prm.rows | "Write PRM rows" >> WriteSortedParquet(
-            self.prm_dir, PRM_V1, sort_key=lambda r: f"{r['labeler']}\x00{r['rollout_id']}", num_shards=self.num_shards
         )

@@ -1,0 +1,116 @@
+"""assemble on trajectories: the environment's reward as the gate, and one turn-level PRM row per trajectory that the
+PRM suite validates, beside the single-turn outputs. Hand-made ROLLOUT_V3 rows in the shapes the rollouts stage
+writes (tests/pipelines/test_rollouts_environment.py runs the real episodes), so every case is present: a recovery,
+a failure, a clean tool call, and an episode whose environment raised before any turn."""
+
+import json
+
+import pytest
+
+from rewardmill.pipelines import assemble, label
+from rewardmill.schemas import ROLLOUT_V3
+from rewardmill.transforms.config import ConfigError
+from rewardmill.transforms.environments.summary import episode_summary
+from rewardmill.transforms.io.parquet import read_rows, rows_to_table, write_table
+from rewardmill.transforms.stage.outputs import count_rejects, write_manifest
+from rewardmill.transforms.validation.runner import validate_folder
+from tests.conftest import tiny_params
+from tests.pipelines.test_label_and_assemble import rollout
+
+ENV = {"name": "feedback", "version": "1", "config": "{}"}
+CALL = {"id": "call_0_0", "type": "function", "function": {"name": "python", "arguments": '{"code": "print(2+2)"}'}}
+
+
+def assistant(content, tool_calls=None, n=3, **info):
+    turn = {"role": "assistant", "content": content, "reasoning": None, "tool_calls": tool_calls, "n_tokens": n}
+    return {**turn, "tool_call_id": None, "name": None, "finish_reason": "stop", "info": json.dumps(info)}
+
+
+def other(role, content, **names):
+    turn = {"role": role, "content": content, "reasoning": None, "tool_calls": None, "n_tokens": None}
+    return {**turn, "finish_reason": None, "info": None, "tool_call_id": names.get("call"), "name": names.get("name")}
+
+
+TRY_AGAIN = other("user", "That is not correct. Try again.")
+WRONG, RIGHT = assistant("\\boxed{5}", verdict="incorrect"), assistant("\\boxed{4}", verdict="correct")
+EPISODES = {
+    # (prompt, index): (turns, stop reason, reward, last info)
+    ("p1", 0): ([WRONG, TRY_AGAIN, RIGHT],
+                "done", 1.0, {"verdict": "correct"}),  # recovered at the second attempt
+    ("p1", 1): ([WRONG, TRY_AGAIN, assistant("\\boxed{3}", verdict="incorrect")],
+                "done", 0.0, {"verdict": "incorrect"}),  # never solved
+    ("p2", 0): ([assistant(None, [CALL], calls=1, tool_errors=0), other("tool", "4", call="call_0_0", name="python"),
+                 assistant("\\boxed{4}", calls=1, verdict="correct")], "done", 1.0, {"verdict": "correct"}),
+    ("p2", 1): ([], "error", None, {"error": "ValueError: boom", "at": "reset"}),  # no turn at all
+}  # fmt: skip
+
+
+def trajectory(prompt_id, index, turns, stop, reward, info):
+    final = [t for t in turns if t["role"] == "assistant"]
+    row = rollout(prompt_id, index, (final[-1]["content"] or "") if final else "")
+    row["messages"] = [{"role": "user", "content": f"What is 2 + 2? ({prompt_id})"}]  # distinct prompts (dedup)
+    return {**row, "n_tokens": sum(t["n_tokens"] for t in final), "reasoning": None, "reasoning_status": None,
+            "reasoning_tokens": None, "turns": turns, "tools": None, "environment": ENV, "stop_reason": stop,
+            "env_reward": reward, "env_info": json.dumps(info)}  # fmt: skip
+
+
+@pytest.fixture
+def trajectories(tmp_path):
+    rows = [trajectory(p, i, *episode) for (p, i), episode in EPISODES.items()]
+    out = tmp_path / "data/rollouts"
+    out.mkdir(parents=True)
+    write_table(rows_to_table(rows, ROLLOUT_V3), str(out / "part-00000-of-00001.parquet"))
+    write_manifest(out, stage="rollouts", schema=ROLLOUT_V3, config={}, extra={"episodes": episode_summary(rows)})
+    return out
+
+
+def params_for() -> dict:
+    params = tiny_params()
+    params["labelers"] = {"env": {"labeler": "environment"}}
+    params["assemble"]["aggregate"].update(gates=["env"], weights={})
+    params["assemble"]["filters"]["dedup"].update(exact=False, near_threshold=None)
+    params.pop("steps")  # no steps labeler: prm/ holds the turn rows alone
+    return params
+
+
+@pytest.mark.slow  # a label stage and two assemble stages
+def test_trajectories_make_turn_rows_that_validate(tmp_path, params_file, trajectories):
+    params_file(params_for())
+    labels = tmp_path / "data/labels"
+    label.main(["env", "--rollouts", str(trajectories), "--out", str(labels / "env")])
+    env = {r["rollout_id"]: (r["score"], r["verdict"]) for r in read_rows(str(labels / "env"))}
+    assert env == {"p1-r0": (1.0, "correct"), "p1-r1": (0.0, "incorrect"), "p2-r0": (1.0, "correct"),
+                   "p2-r1": (None, "error")}  # fmt: skip
+
+    out = tmp_path / "data/datasets"
+    assemble.main(["--rollouts", str(trajectories), "--labels", str(labels), "--out", str(out)])
+    pairs = read_rows(str(out / "pairs"))  # the environment's reward decides correctness, as a rule verifier's
+    assert {(p["chosen_rollout_id"], p["rejected_rollout_id"]) for p in pairs} == {("p1-r0", "p1-r1")}
+    prm = {r["rollout_id"]: r for r in read_rows(str(out / "prm"))}
+    assert set(prm) == {"p1-r0", "p1-r1", "p2-r0"}
+    assert (prm["p1-r0"]["labels"], prm["p1-r0"]["first_error_step"]) == ([False, True], 0)  # recovered, kept
+    assert prm["p1-r0"]["completions"][1] == "[user] That is not correct. Try again.\n\\boxed{4}"
+    assert (prm["p1-r1"]["labels"], prm["p2-r0"]["labels"]) == ([False, False], [True, True])
+    assert {(r["method"], r["labeler"]) for r in prm.values()} == {("turns", "turns")}
+    assert count_rejects(str(out / "prm")) == {"no_steps": 1}  # the episode that raised: said, not dropped
+    manifest = json.loads((out / "prm/_manifest.json").read_text())
+    assert manifest["step_methods"] == {"turns": "turns"} and manifest["rows"] == 3
+    report = validate_folder(str(out / "prm"), "prm_v1", dataset="prm")
+    assert report["success"], [e for e in report["expectations"] if not e["success"]]
+
+    params = params_for()
+    params["assemble"]["prm_turns"] = False  # no turn rows: no prm/ folder at all
+    params_file(params)
+    again = tmp_path / "again"
+    assemble.main(["--rollouts", str(trajectories), "--labels", str(labels), "--out", str(again)])
+    assert not (again / "prm").exists() and (again / "pairs").exists()
+
+
+def test_a_steps_labeler_named_turns_is_refused(tmp_path, params_file, trajectories):
+    params = params_for()
+    params["steps"] = {"turns": {"tasks": ["math"], "config": {"method": "mc"}}}
+    params_file(params)
+    with pytest.raises(ConfigError, match="steps.turns: the turn-level PRM rows"):
+        assemble.main(
+            ["--rollouts", str(trajectories), "--labels", str(tmp_path / "labels"), "--out", str(tmp_path / "o")]
+        )
