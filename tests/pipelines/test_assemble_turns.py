@@ -66,8 +66,9 @@ def trajectories(tmp_path):
 
 def params_for() -> dict:
     params = tiny_params()
-    params["labelers"] = {"env": {"labeler": "environment"}}
-    params["assemble"]["aggregate"].update(gates=["env"], weights={})
+    params["labelers"] = {"env": {"labeler": "environment"}, "turns": {"labeler": "turns"}}
+    # the README's combination: the outcome gates, the turn rewards rank within its class, normalized per prompt
+    params["assemble"]["aggregate"].update(gates=["env"], weights={"turns": 1.0}, normalize={"turns": "prompt"})
     params["assemble"]["filters"]["dedup"].update(exact=False, near_threshold=None)
     params.pop("steps")  # no steps labeler: prm/ holds the turn rows alone
     return params
@@ -77,13 +78,18 @@ def params_for() -> dict:
 def test_trajectories_make_turn_rows_that_validate(tmp_path, params_file, trajectories):
     params_file(params_for())
     labels = tmp_path / "data/labels"
-    label.main(["env", "--rollouts", str(trajectories), "--out", str(labels / "env")])
+    for key in ("env", "turns"):
+        label.main([key, "--rollouts", str(trajectories), "--out", str(labels / key)])
     env = {r["rollout_id"]: (r["score"], r["verdict"]) for r in read_rows(str(labels / "env"))}
     assert env == {"p1-r0": (1.0, "correct"), "p1-r1": (0.0, "incorrect"), "p2-r0": (1.0, "correct"),
                    "p2-r1": (None, "error")}  # fmt: skip
 
     out = tmp_path / "data/datasets"
     assemble.main(["--rollouts", str(trajectories), "--labels", str(labels), "--out", str(out)])
+    rewards = {r["rollout_id"]: r["reward"] for r in read_rows(str(out / "_rewards"))}
+    # p1: the recovered episode's turn scores (1 of 2 turns good, solved at attempt 2) are its group's best, the
+    # failed one's its worst: 1.0 and 0.0. p2-r0 is alone in its group (p2-r1 has no turns): neutral 0.5 -> 0.875.
+    assert rewards == pytest.approx({"p1-r0": 1.0, "p1-r1": 0.0, "p2-r0": 0.875, "p2-r1": None}, nan_ok=True)
     pairs = read_rows(str(out / "pairs"))  # the environment's reward decides correctness, as a rule verifier's
     assert {(p["chosen_rollout_id"], p["rejected_rollout_id"]) for p in pairs} == {("p1-r0", "p1-r1")}
     prm = {r["rollout_id"]: r for r in read_rows(str(out / "prm"))}

@@ -14,6 +14,13 @@ it never outranks a verified-correct rollout (>= 1 - w) nor falls below a verifi
 strategy pairs it as chosen over a verified-correct rollout (a tie is never paired). Without gates every rollout is
 ranked by its model score alone.
 
+Normalized before combined (`normalize: {labeler: prompt}`): a labeler's scores on different scales (a turn-level
+`progress` of 1/k, a share of clean tool calls, a judge's Likert rescaled) are min-max scaled among the rollouts of
+one prompt, per aspect, before the weighted mean: the best of a group gets 1, the worst 0, a group where all agree
+0.5 (no ranking signal). So a process reward ranks trajectories of the same task relative to each other, and never
+by its raw scale; the outcome (a gate: the environment's reward, a rule verifier) still sets the class, which no
+normalized score can cross (w < 0.5). The score vector keeps the raw scores.
+
 Overrides (`overrides: {labeler: min_confidence}`) let a named model-based labeler, such as the appeal judge,
 decide correctness before the gates when its label is decided and at least that confident: then it can overturn a
 rule verifier's verdict, which nothing else can. Vectorized (polars), so a million rollouts take seconds; the
@@ -29,6 +36,7 @@ MEASURED = "measured"  # a weight measured from the run's rows (measured_weights
 DECIDED = ("correct", "incorrect")
 SCORES_DTYPE = pl.List(pl.Struct({"name": pl.String, "score": pl.Float64}))
 LABEL_COLUMNS = ("rollout_id", "labeler", "labeler_version", "aspect", "score", "confidence", "verdict")
+NORMALIZATIONS = ("prompt",)
 
 
 @dataclass(frozen=True)
@@ -47,6 +55,9 @@ class AggregateConfig:
     # labeler -> min confidence: a decided label of it at least that confident sets `correct` before any gate (an
     # appeal that may overturn a rule verifier). {} = only gates decide.
     overrides: dict[str, float] = field(default_factory=dict)
+    # labeler -> how its scores are normalized before they enter the model score: `prompt` = min-max among the
+    # rollouts of one prompt, per aspect (turn-level rewards beside an outcome gate). Unnamed labelers: as they are.
+    normalize: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self):
         if not 0.0 <= self.rank_weight < 0.5:
@@ -70,6 +81,10 @@ class AggregateConfig:
             raise ValueError(f"{overlap} are gates and overrides at once; an override decides before the gates")
         if bad := {k: v for k, v in self.overrides.items() if not 0.0 <= v <= 1.0}:
             raise ValueError(f"override confidences must be in [0, 1], got {bad}")
+        if bad := {k: v for k, v in self.normalize.items() if v not in NORMALIZATIONS}:
+            raise ValueError(f"normalize methods must be one of {NORMALIZATIONS}, got {bad}")
+        if overlap := sorted(set(self.gates) & set(self.normalize)):
+            raise ValueError(f"{overlap} are gates: a gate decides correctness by its verdict; normalize ranks scores")
 
     def with_weights(self, weights: dict[str, float]) -> "AggregateConfig":
         """This config with numbers for the weights (the resolved `measured` ones)."""
@@ -77,10 +92,13 @@ class AggregateConfig:
 
     def check_labelers(self, labelers: list[str]) -> None:
         """Fail on gates/weights naming a labeler params `labelers` lacks (a typo would silently do nothing)."""
-        unknown = sorted((set(self.gates) | set(self.weights) | set(self.overrides)) - set(labelers))
+        unknown = sorted(
+            (set(self.gates) | set(self.weights) | set(self.overrides) | set(self.normalize)) - set(labelers)
+        )
         if unknown:
             raise ValueError(
-                f"gates/weights/overrides name unknown labelers {unknown}; params `labelers` has {sorted(labelers)}"
+                f"gates/weights/overrides/normalize name unknown labelers {unknown}; params `labelers` has "
+                f"{sorted(labelers)}"
             )
 
 
@@ -148,9 +166,10 @@ def score_rollouts(rollouts: pl.DataFrame, labels: pl.DataFrame, cfg: AggregateC
         labels.filter(~is_gate & pl.col("score").is_not_null())
         .with_columns(weight=weight_expr(cfg))
         .filter(pl.col("weight") > 0)
+        .pipe(normalized, rollouts, cfg.normalize)
         .group_by("_row", maintain_order=True)
         .agg(
-            model_score=(pl.col("score") * pl.col("weight")).sum() / pl.col("weight").sum(),
+            model_score=(pl.col("_ranked") * pl.col("weight")).sum() / pl.col("weight").sum(),
             model_confidence=(pl.col("confidence") * pl.col("weight")).sum() / pl.col("weight").sum(),
             model_spread=pl.col("score").std(ddof=0),
             n_model=pl.len(),
@@ -198,6 +217,24 @@ def score_rollouts(rollouts: pl.DataFrame, labels: pl.DataFrame, cfg: AggregateC
         .drop("_row", "gate_confidence", "model_confidence", "model_spread", "n_model", "model_yes")
     )
     return out
+
+
+def normalized(labels: pl.DataFrame, rollouts: pl.DataFrame, normalize: dict[str, str]) -> pl.DataFrame:
+    """`labels` (with `_row`, `name`, `score`) plus `_ranked`: the score the model score averages. For a labeler in
+    `normalize` (method `prompt`) it is min-max scaled among its labels of the same name on one prompt's rollouts,
+    0.5 where they all agree; otherwise the score itself. Row order is kept."""
+    if not normalize:
+        return labels.with_columns(_ranked=pl.col("score"))
+    prompts = rollouts.select("prompt_id").with_row_index("_row")
+    group = ["_prompt", "name"]
+    low, high = pl.col("score").min().over(group), pl.col("score").max().over(group)
+    scaled = pl.when(high > low).then((pl.col("score") - low) / (high - low)).otherwise(0.5)
+    chosen = pl.col("labeler").is_in(list(normalize))
+    return (
+        labels.join(prompts.rename({"prompt_id": "_prompt"}), on="_row", how="left", maintain_order="left")
+        .with_columns(_ranked=pl.when(chosen).then(scaled).otherwise(pl.col("score")))
+        .drop("_prompt")
+    )
 
 
 def rank_of(column: pl.Expr, values: list[str]) -> pl.Expr:

@@ -147,3 +147,59 @@ def test_the_order_of_labels_does_not_change_the_scores():
     first = score_rollouts(ro, labs, cfg).sort("rollout_id")
     again = score_rollouts(ro.reverse(), labs.sample(fraction=1.0, shuffle=True, seed=2), cfg).sort("rollout_id")
     assert first.equals(again)
+
+
+# Turn-level rewards beside an outcome gate: `env` decides, `turns` (aspect progress) ranks within the class.
+TURNS_CFG = AggregateConfig(gates=("env",), weights={"turns": 1.0}, rank_weight=0.25, normalize={"turns": "prompt"})
+TRAJECTORIES = rollouts(("a1", 5, "stop", "a"), ("a2", 5, "stop", "a"), ("b1", 5, "stop", "b"), ("b2", 5, "stop", "b"))
+PROGRESS = [  # raw scales differ by prompt: a solved at attempts 1 and 2, b at attempts 3 and 5
+    label("a1", "turns", 1.0, "correct", aspect="progress"),
+    label("a2", "turns", 0.5, "correct", aspect="progress"),
+    label("b1", "turns", 1 / 3, "correct", aspect="progress"),
+    label("b2", "turns", 0.2, "correct", aspect="progress"),
+]
+OUTCOMES = [label(r, "env", 1.0, "correct") for r in ("a1", "a2", "b1", "b2")]
+
+
+def test_turn_rewards_are_normalized_per_prompt_before_they_are_combined():
+    scored = score_rollouts(TRAJECTORIES, labels(*OUTCOMES, *PROGRESS), TURNS_CFG)
+    rewards = dict(zip(scored["rollout_id"], scored["reward"], strict=True))
+    # within each prompt: the faster solve gets the top of the class (0.75 + 0.25 * 1), the slower its bottom
+    assert rewards == pytest.approx({"a1": 1.0, "a2": 0.75, "b1": 1.0, "b2": 0.75})
+    raw = score_rollouts(TRAJECTORIES, labels(*OUTCOMES, *PROGRESS), AggregateConfig(**{**TURNS_CFG.__dict__,
+                                                                                       "normalize": {}}))  # fmt: skip
+    raw_rewards = dict(zip(raw["rollout_id"], raw["reward"], strict=True))
+    assert (
+        raw_rewards["b1"] < raw_rewards["a2"]
+    )  # unnormalized, the hard prompt's best ranks below the easy one's worst
+    vector = scored.filter(rollout_id="b2")["scores"][0]  # the score vector keeps what the labeler said
+    assert {"name": "turns/progress", "score": 0.2} in vector
+
+
+def test_a_group_that_agrees_is_neutral_and_no_normalized_score_crosses_the_class():
+    same = [label("a1", "turns", 0.3, "x", aspect="progress"), label("a2", "turns", 0.3, "x", aspect="progress")]
+    mixed = [label("a1", "env", 1.0, "correct"), label("a2", "env", 0.0, "incorrect")]
+    scored = score_rollouts(TRAJECTORIES[:2], labels(*mixed, *same), TURNS_CFG)
+    assert scored["reward"].to_list() == pytest.approx([0.75 + 0.25 * 0.5, 0.25 * 0.5])  # 0.5: no ranking signal
+    rng = random.Random(0)
+    for _ in range(50):
+        turns = [label(r, "turns", rng.random(), "x", aspect="progress") for r in ("a1", "a2", "b1", "b2")]
+        outcome = [label(r, "env", float(c), "correct" if c else "incorrect") for r, c in zip(
+            ("a1", "a2", "b1", "b2"), [rng.random() < 0.5 for _ in range(4)], strict=True)]  # fmt: skip
+        scored = score_rollouts(TRAJECTORIES, labels(*outcome, *turns), TURNS_CFG)
+        for correct, reward in zip(scored["correct"], scored["reward"], strict=True):
+            assert (reward >= 0.75) if correct else (reward <= 0.25)
+
+
+@pytest.mark.parametrize(
+    ("settings", "match"),
+    [
+        ({"normalize": {"turns": "zscore"}}, "normalize methods must be one of"),
+        ({"gates": ("env",), "normalize": {"env": "prompt"}}, "are gates"),
+    ],
+)
+def test_normalize_is_checked(settings, match):
+    with pytest.raises(ValueError, match=match):
+        AggregateConfig(**settings)
+    with pytest.raises(ValueError, match="unknown labelers"):
+        AggregateConfig(normalize={"nope": "prompt"}).check_labelers(["env"])
