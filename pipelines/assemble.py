@@ -30,17 +30,19 @@ from rewardmill.pipelines.assemble_outputs import (
     check_conservation,
     conservation_reads,
     manifest_reads,
+    outputs,
     write_manifests,
 )
 from rewardmill.schemas import LABEL_V1, REJECT_V1, ROLLOUT_V2, ROLLOUT_V3
 from rewardmill.transforms.aggregate.beam import COUNTS, AssembleBucket, BucketInputs, bucket_inputs, sum_counts
 from rewardmill.transforms.aggregate.bucket import ROLLOUT_COLUMNS, CoreConfig
 from rewardmill.transforms.aggregate.measured_weights import WeightUsed, resolve_weights, weight_record
-from rewardmill.transforms.aggregate.prm import TRAJECTORY_COLUMNS, AssemblePrm, trajectory_count
+from rewardmill.transforms.aggregate.prm import AssemblePrm, trajectory_count
 from rewardmill.transforms.aggregate.prompt_flags import FiltersConfig
 from rewardmill.transforms.aggregate.reward import LABEL_COLUMNS, MEASURED, AggregateConfig
 from rewardmill.transforms.aggregate.rl import RlConfig
 from rewardmill.transforms.aggregate.sft import SftConfig
+from rewardmill.transforms.aggregate.trajectories import TRAJECTORY_COLUMNS
 from rewardmill.transforms.config import ConfigError, load_section, read_params
 from rewardmill.transforms.filters.contamination import load_benchmarks
 from rewardmill.transforms.io import storage
@@ -92,20 +94,21 @@ class AssembleConfig:
         return CoreConfig(self.aggregate, self.filters.rollouts(), self.pairs, self.rl, self.sft)
 
 
-def output_sinks(out_dir: str, num_shards: int) -> dict[str, TableSink]:
+def output_sinks(out_dir: str, num_shards: int, trajectories: bool = False) -> dict[str, TableSink]:
     """Each output folder and its `_rejects/`, as the sinks of the buckets' shard parts (`pairs`, `pairs/_rejects`)."""
     sinks = {}
-    for name, (schema, key) in OUTPUTS.items():
+    for name, (schema, key) in outputs(trajectories).items():
         folder = storage.join(out_dir, name)
         sinks[name] = TableSink(folder, schema, key, num_shards)
         sinks[f"{name}/_rejects"] = TableSink(storage.join(folder, REJECTS_DIR), REJECT_V1, REJECT_KEY)
     return sinks
 
 
-def bucket_core(cfg: AssembleConfig) -> CoreConfig:
+def bucket_core(cfg: AssembleConfig, trajectories: bool = False) -> CoreConfig:
     """The buckets' config: balance_length runs once over all pairs, after the buckets (balance_pairs_output)."""
     core = cfg.core()
-    return dataclasses.replace(core, pairs=dataclasses.replace(core.pairs, balance_length=False))
+    pairs = dataclasses.replace(core.pairs, balance_length=False)
+    return dataclasses.replace(core, pairs=pairs, trajectories=trajectories)
 
 
 def build(
@@ -116,16 +119,20 @@ def build(
     out_dir: str,
     steps_dirs: list[str] | None = None,
     turns: bool = False,
+    trajectories: bool = False,
 ) -> None:
-    """The pipeline; big tables cross its shuffles as files under `out_dir/_scratch/` (main() deletes it)."""
+    """The pipeline; big tables cross its shuffles as files under `out_dir/_scratch/` (main() deletes it).
+    `trajectories`: the rollouts are an environment's episodes (multi-turn outputs); `turns`: write their turn-level
+    PRM rows."""
     scratch = storage.join(out_dir, SCRATCH)
     inputs = bucket_inputs(rollouts_dir, label_dirs)
-    sinks = output_sinks(out_dir, cfg.num_shards)
-    assemble = AssembleBucket(bucket_core(cfg), sinks, storage.join(scratch, "outputs"))
+    sinks = output_sinks(out_dir, cfg.num_shards, trajectories)
+    core = bucket_core(cfg, trajectories)
+    assemble = AssembleBucket(core, sinks, storage.join(scratch, "outputs"))
     results = (
         p
         | "Input shards" >> beam.Create(inputs)
-        | "Bucket inputs" >> beam.ParDo(BucketInputs(cfg.filters, cfg.buckets, scratch))
+        | "Bucket inputs" >> beam.ParDo(BucketInputs(cfg.filters, cfg.buckets, scratch, core.trajectories))
         | "Group buckets" >> beam.GroupByKey()
         | "Assemble buckets" >> beam.ParDo(assemble).with_outputs(COUNTS, main="parts")
     )
@@ -211,7 +218,8 @@ def main(argv: list[str] | None = None) -> None:
     # Likewise only the steps labelers in params: no `steps` section (or an empty one) writes no prm/ folder.
     step_names = step_labeler_names()
     steps_dirs = [storage.join(args.steps, n) for n in step_names]
-    trajectories = trajectory_count(args.rollouts) if cfg.prm_turns else 0
+    episodes = trajectory_count(args.rollouts)  # multi-turn outputs when > 0
+    trajectories = episodes if cfg.prm_turns else 0  # the turn-level PRM rows to make
     if trajectories and TURNS_LABELER in step_names:
         raise ConfigError(
             f"params.yaml: steps.{TURNS_LABELER}: the turn-level PRM rows of trajectories are labeler "
@@ -233,13 +241,14 @@ def main(argv: list[str] | None = None) -> None:
         for name in [*OUTPUTS, *(["prm"] if steps_dirs or trajectories else [])]:
             storage.make_folder(storage.join(tmp, name))
         run_pipeline(
-            lambda p: build(p, run_cfg, args.rollouts, label_dirs, tmp, steps_dirs, bool(trajectories)), beam_cfg
+            lambda p: build(p, run_cfg, args.rollouts, label_dirs, tmp, steps_dirs, bool(trajectories), episodes > 0),
+            beam_cfg,
         )
         counts = pop_json(storage.join(tmp, COUNTS_FILE))
         if counts is None:
             raise ConservationError(f"{STAGE}: the runner did not run the buckets' counts; nothing was written")
         if cfg.pairs.balance_length:
-            counts = balance_pair_lengths(tmp, cfg.num_shards, counts)
+            counts = balance_pair_lengths(tmp, cfg.num_shards, counts, episodes > 0)
         labels = dict(zip(names, label_dirs, strict=True))
         steps = dict(zip(step_names, steps_dirs, strict=True))
         # The outputs' ids, the inputs' digests and the manifests' facts are independent reads (polars, pyarrow and
@@ -252,15 +261,15 @@ def main(argv: list[str] | None = None) -> None:
             }
         )
         check_conservation(tmp, counts, found, args.rollouts, label_dirs, steps_dirs, trajectories)
-        manifests = write_manifests(tmp, cfg, counts, found, labels, steps, trajectories)
+        manifests = write_manifests(tmp, cfg, counts, found, labels, steps, trajectories, episodes > 0)
         record_weights(tmp, manifests, used)
     timer.done(manifests["pairs"])
 
 
-def balance_pair_lengths(out: str, num_shards: int, counts: dict[str, int]) -> dict[str, int]:
+def balance_pair_lengths(out: str, num_shards: int, counts: dict[str, int], trajectories: bool) -> dict[str, int]:
     """params `assemble.pairs.balance_length`, once over all the buckets' pairs: `counts` with the pairs it moved to
     the rejects."""
-    sinks = output_sinks(out, num_shards)
+    sinks = output_sinks(out, num_shards, trajectories)
     moved = balance_pairs_output(sinks["pairs"], sinks["pairs/_rejects"], STAGE)
     if not moved:
         return counts

@@ -11,7 +11,7 @@ from typing import Any
 import polars as pl
 import pyarrow.compute as pc
 
-from rewardmill.schemas import PAIR_V2, PRM_V1, REWARD_V1, RL_V1, SFT_V1
+from rewardmill.schemas import PAIR_V2, PAIR_V3, PRM_V1, REWARD_V1, RL_V1, RL_V2, SFT_V1, SFT_V2
 from rewardmill.schemas.step import TURNS_METHOD
 from rewardmill.transforms.config import read_params
 from rewardmill.transforms.io import storage
@@ -29,6 +29,14 @@ OUTPUTS = {  # folder -> (schema, sort key columns)
     "rl": (RL_V1, ("prompt_id",)),
     "sft": (SFT_V1, ("rollout_id",)),
 }
+# From trajectories (an environment ran the rollouts): the multi-turn versions (schemas/__init__.py CURRENT_VERSIONS)
+TRAJECTORY_OUTPUTS = {**OUTPUTS, "pairs": (PAIR_V3, ("pair_id",)), "rl": (RL_V2, ("prompt_id",)),
+                      "sft": (SFT_V2, ("rollout_id",))}  # fmt: skip
+
+
+def outputs(trajectories: bool) -> dict[str, tuple]:
+    """The output folders' schemas and sort keys: TRAJECTORY_OUTPUTS when the rollouts are trajectories."""
+    return TRAJECTORY_OUTPUTS if trajectories else OUTPUTS
 
 
 OUTPUT_IDS = {"_rewards": "rollout_id", "rl": "prompt_id", "sft": "prompt_id", "pairs": "pair_id"}  # output -> id
@@ -126,9 +134,11 @@ def write_manifests(
     labels: dict[str, str],
     steps: dict[str, str],
     trajectories: int = 0,
+    multi_turn: bool = False,
 ) -> dict[str, dict]:
     """The manifest of each output folder (and of prm/ when `steps`, steps labeler -> its folder, names one, or
-    `trajectories` made turn rows); `labels`: labeler -> its folder; `found`: the results of manifest_reads."""
+    `trajectories` made turn rows); `labels`: labeler -> its folder; `found`: the results of manifest_reads;
+    `multi_turn`: the outputs are the trajectory versions."""
     digests = {name.removeprefix("digest/"): d for name, d in found.items() if name.startswith("digest/")}
     labeled = {name: d for name, d in digests.items() if not name.startswith("steps/")}
     stepped = {name: d for name, d in digests.items() if name == "rollouts" or name.startswith("steps/")}
@@ -148,7 +158,7 @@ def write_manifests(
             input_digests=labeled,
             extra={**common, **pair_types} if name == "pairs" else common,
         )
-        for name, (schema, _) in OUTPUTS.items()
+        for name, (schema, _) in outputs(multi_turn).items()
     }
     for name, manifest in manifests.items():
         log.info("%s: %s: %d rows, rejects %s", STAGE, name, manifest["rows"], manifest["rejects"])

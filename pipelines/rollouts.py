@@ -40,7 +40,6 @@ from rewardmill.transforms.stage.skeleton import ManifestSpec, StageRun, run_sta
 STAGE = "rollouts"
 log = logging.getLogger("rewardmill")
 BACKENDS = ("transformers", "vllm", "openai")
-EPISODE_BACKENDS = {"transformers", "vllm"}  # the backends that run an environment's episodes (openai: not yet)
 
 
 @dataclass(frozen=True)
@@ -89,12 +88,6 @@ class RolloutsConfig:
         for name, spec in self.policies.items():
             if spec.backend is not None and spec.backend not in BACKENDS:
                 raise ValueError(f"policies.{name}.backend must be one of {BACKENDS}, got {spec.backend!r}")
-        if self.environment is not None:
-            others = {self.backend, *(s.backend for s in self.policies.values() if s.backend)} - EPISODE_BACKENDS
-            if others:
-                raise ValueError(
-                    f"environment: episodes run on the {sorted(EPISODE_BACKENDS)} backends, not {sorted(others)}"
-                )
         self.sampling()  # validates the sampling fields (and resolves the environment: a bad name or config fails)
 
     def sampling(self) -> SamplingParams:
@@ -123,7 +116,7 @@ def model_handler(
     reasoning: ReasoningTags | None = None,
 ):
     if m.backend == "openai":
-        return OpenAIPolicyHandler(m.openai, sampling, total, cache, label, reasoning)
+        return OpenAIPolicyHandler(m.openai, sampling, total, cache, label, reasoning, environment)
     if m.backend == "vllm":
         from rewardmill.transforms.sampling.vllm_backend import VLLMPolicyHandler
 

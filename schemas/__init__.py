@@ -5,13 +5,13 @@ silently drop unknown keys. Bump the version suffix when a column changes meanin
 """
 
 from rewardmill.schemas.label import LABEL_V1
-from rewardmill.schemas.pair import PAIR_V2
+from rewardmill.schemas.pair import PAIR_V2, PAIR_V3
 from rewardmill.schemas.prompt import PROMPT_V1
 from rewardmill.schemas.reject import REJECT_V1
 from rewardmill.schemas.reward import REWARD_V1
-from rewardmill.schemas.rl import RL_V1
+from rewardmill.schemas.rl import RL_V1, RL_V2
 from rewardmill.schemas.rollout import ROLLOUT_V2, ROLLOUT_V3
-from rewardmill.schemas.sft import SFT_V1
+from rewardmill.schemas.sft import SFT_V1, SFT_V2
 from rewardmill.schemas.step import PRM_V1, STEP_LABEL_V1
 
 # The current schema of each dataset, by name.
@@ -29,21 +29,30 @@ SCHEMAS = {
 }
 
 # Datasets written in more than one current version: rollouts are v2 for single-turn sampling (as before, byte for
-# byte) and v3 when an environment runs multi-turn episodes; readers take either.
-CURRENT_VERSIONS = {"rollout": (ROLLOUT_V2, ROLLOUT_V3)}
+# byte) and v3 when an environment runs multi-turn episodes; readers take either. So are the datasets built from
+# them: pairs v3, SFT v2 and RL v2 when the rollouts are trajectories.
+CURRENT_VERSIONS = {
+    "rollout": (ROLLOUT_V2, ROLLOUT_V3),
+    "pair": (PAIR_V2, PAIR_V3),
+    "sft": (SFT_V1, SFT_V2),
+    "rl": (RL_V1, RL_V2),
+}
 
 __all__ = [
     "CURRENT_VERSIONS",
     "LABEL_V1",
     "PAIR_V2",
+    "PAIR_V3",
     "PRM_V1",
     "PROMPT_V1",
     "REJECT_V1",
     "REWARD_V1",
     "RL_V1",
+    "RL_V2",
     "ROLLOUT_V2",
     "ROLLOUT_V3",
     "SCHEMAS",
     "SFT_V1",
+    "SFT_V2",
     "STEP_LABEL_V1",
 ]

@@ -10,6 +10,7 @@ vector (every labeler/aspect score that went into the reward).
 import pyarrow as pa
 
 from rewardmill.schemas.common import MESSAGES, list_of, versioned
+from rewardmill.schemas.trajectory import CHAT_MESSAGES
 
 # One named score: "labeler/aspect" -> score (null = that labeler could not score the rollout).
 SCORE = pa.struct([pa.field("name", pa.string(), nullable=False), pa.field("score", pa.float64())])
@@ -43,5 +44,17 @@ PAIR_V2 = versioned(
         pa.field("label_sources", list_of(pa.string()), nullable=False),  # labeler@version that scored the pair
         pa.field("task", pa.string(), nullable=False),
         pa.field("split", pa.string(), nullable=False),
+    ],
+)
+
+# v3: multi-turn pairs (written when the rollouts are trajectories; single-turn rollouts still give v2, byte for
+# byte): `chosen` and `rejected` are every message after the prompt, in TRL's format with tool calls (tool-call
+# `arguments` a JSON string), and `tools` the JSON schemas of the tools the episodes offered (null: none).
+PAIR_V3 = versioned(
+    "pair",
+    3,
+    [
+        *(f.with_type(CHAT_MESSAGES) if f.name in ("chosen", "rejected") else f for f in PAIR_V2),
+        pa.field("tools", pa.string()),
     ],
 )

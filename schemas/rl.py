@@ -8,6 +8,7 @@ give no group-relative signal: `zero_pass` / `all_pass` flag them rather than dr
 import pyarrow as pa
 
 from rewardmill.schemas.common import MESSAGES, versioned
+from rewardmill.schemas.trajectory import ENVIRONMENT
 
 DIFFICULTIES = ("easy", "medium", "hard", "unsolved", "unverified")
 
@@ -31,4 +32,12 @@ RL_V1 = versioned(
         pa.field("all_pass", pa.bool_(), nullable=False),  # verified samples all passed (k/k)
         pa.field("split", pa.string(), nullable=False),
     ],
+)
+
+# v2: RL prompts of an environment (trajectories; single-turn rollouts still give v1): the environment that ran the
+# episodes, with its version and config, and the tools it offered, so a trainer rebuilds the same environment.
+RL_V2 = versioned(
+    "rl",
+    2,
+    [*RL_V1, pa.field("environment", ENVIRONMENT), pa.field("tools", pa.string())],
 )

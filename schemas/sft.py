@@ -7,6 +7,7 @@ import pyarrow as pa
 
 from rewardmill.schemas.common import MESSAGES, list_of, versioned
 from rewardmill.schemas.pair import SCORES
+from rewardmill.schemas.trajectory import CHAT_MESSAGES
 
 SFT_V1 = versioned(
     "sft",
@@ -26,4 +27,13 @@ SFT_V1 = versioned(
         pa.field("task", pa.string(), nullable=False),
         pa.field("split", pa.string(), nullable=False),
     ],
+)
+
+# v2: multi-turn SFT rows (trajectories; single-turn rollouts still give v1): `completion` is every message after the
+# prompt, tool calls and tool results included, and `tools` the tools' JSON schemas, which SFTTrainer passes to the
+# chat template.
+SFT_V2 = versioned(
+    "sft",
+    2,
+    [*(f.with_type(CHAT_MESSAGES) if f.name == "completion" else f for f in SFT_V1), pa.field("tools", pa.string())],
 )

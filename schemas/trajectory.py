@@ -34,6 +34,10 @@ TURN = pa.struct(
 )
 TURNS = list_of(TURN)
 
+# why an episode ended: the environment ended it, that many assistant turns, the assistant tokens' budget, or the
+# environment raised (transforms/environments/episodes.py)
+STOP_REASONS = ("done", "max_turns", "max_tokens", "error")
+
 ENVIRONMENT = pa.struct(
     [
         pa.field("name", pa.string(), nullable=False),
@@ -41,3 +45,19 @@ ENVIRONMENT = pa.struct(
         pa.field("config", pa.string(), nullable=False),  # canonical JSON
     ]
 )
+
+# A message as TRL's trainers read it (the conversational format with tool calls): a TURN without the stage's
+# accounting. The chosen/rejected sides of multi-turn pairs and the completion of multi-turn SFT rows.
+CHAT_MESSAGE = pa.struct(
+    [
+        pa.field("role", pa.string(), nullable=False),
+        pa.field("content", pa.string()),  # None: an assistant turn of tool calls only
+        # the turn's reasoning trace (rollouts.reasoning), kept apart from `content`; chat templates read it under
+        # their own key (`reasoning_content`, `thinking`) or not at all: rename it for a template that trains on it
+        pa.field("reasoning", pa.string()),
+        pa.field("tool_calls", list_of(TOOL_CALL)),
+        pa.field("tool_call_id", pa.string()),
+        pa.field("name", pa.string()),
+    ]
+)
+CHAT_MESSAGES = list_of(CHAT_MESSAGE)

@@ -109,14 +109,13 @@ def test_feedback_episodes_are_v3_rows_that_hold_together(tmp_path, params_file,
             )
 
 
-def test_an_unknown_environment_or_backend_is_refused_before_any_work(tmp_path, params_file, inputs):
+def test_an_unknown_environment_or_a_bad_config_is_refused_before_any_work(tmp_path, params_file, inputs):
     params, prompts, model = inputs
     params["rollouts"]["environment"]["name"] = "nope"
     with pytest.raises(UserError, match="unknown environment 'nope'; known: .*feedback"):
         run_stage(tmp_path, params_file, params, prompts, model, "bad")
-    params["rollouts"]["environment"]["name"] = "feedback"
-    params["rollouts"]["backend"] = "openai"  # not yet: its turns go to a server
-    with pytest.raises((ConfigError, SystemExit), match=r"backends, not \['openai'\]"):
+    params["rollouts"]["environment"] = {"name": "feedback", "config": {"max_attempts": 0}}
+    with pytest.raises((ConfigError, SystemExit), match="max_attempts must be >= 1"):
         run_stage(tmp_path, params_file, params, prompts, model, "bad2")
     assert not (tmp_path / "bad").exists() and not (tmp_path / "bad2").exists()
 

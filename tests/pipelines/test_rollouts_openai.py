@@ -146,3 +146,23 @@ def test_vllm_serve_as_the_policy(tmp_path, params_file, prompts, vllm_server, p
     assert all(r["logprob_sum"] is not None and r["logprob_sum"] < 0 for r in rows)  # vLLM sends token logprobs
     again = run_stage(tmp_path, params_file, params, prompts, "r2")  # vLLM honours per-request seeds: same samples
     assert [r["completion"] for r in read_rows(str(again))] == [r["completion"] for r in rows]
+
+
+def test_feedback_episodes_on_a_served_policy(tmp_path, params_file, prompts, judge_server, policy_dir):
+    """`rollouts.environment` on backend openai: every turn one seeded request to the real server, the feedback in
+    the conversation, the same bytes again from the turn cache."""
+    params = endpoint_params(judge_server + "/v1", str(policy_dir), max_concurrency=2)
+    params["rollouts"]["environment"] = {"name": "feedback", "config": {"max_attempts": 2}, "max_turns": 2}
+    cache = tmp_path / "cache"
+    out = run_stage(tmp_path, params_file, params, prompts, "r", cache)
+    rows = read_rows(str(out))
+    assert len(rows) == N_PROMPTS * N and {r["policy"]["backend"] for r in rows} == {"openai"}
+    for r in rows:
+        assistant = [t for t in r["turns"] if t["role"] == "assistant"]
+        assert 1 <= len(assistant) <= 2 and r["completion"] == (assistant[-1]["content"] or "")
+        assert r["stop_reason"] == "done" and r["env_reward"] in (0.0, 1.0)
+        feedback = [t for t in r["turns"] if t["role"] == "user"]
+        assert len(feedback) == len(assistant) - 1  # each wrong attempt but the last got the feedback
+    again = run_stage(tmp_path, params_file, params, prompts, "r2", cache)  # every turn from the cache
+    shard = "part-00000-of-00001.parquet"
+    assert (out / shard).read_bytes() == (again / shard).read_bytes()

@@ -6,7 +6,7 @@ import pytest
 
 from rewardmill.schemas import PRM_V1, SCHEMAS, STEP_LABEL_V1
 from rewardmill.schemas.common import schema_id
-from rewardmill.schemas.step import BASE_METHODS, METHODS, PSEUDO_REFERENCE
+from rewardmill.schemas.step import BASE_METHODS, METHODS, PSEUDO_REFERENCE, TURNS_METHOD
 
 
 def step_label_row(**overrides) -> dict:
@@ -186,9 +186,11 @@ def test_wrong_types_are_refused(schema, row):
 
 
 def test_methods():
-    """Each method, and each flagged as checked against a pseudo-reference (the majority answer) instead."""
+    """Each method, each flagged as checked against a pseudo-reference (the majority answer) instead, and a
+    trajectory's turns (assemble's turn-level rows: no steps stage makes them)."""
     assert BASE_METHODS == ("mc", "binary_search", "judge", "consensus")
-    assert METHODS == BASE_METHODS + tuple(f"{m}+pseudo_reference" for m in BASE_METHODS)
+    assert METHODS == BASE_METHODS + tuple(f"{m}+pseudo_reference" for m in BASE_METHODS) + (TURNS_METHOD,)
+    assert TURNS_METHOD == "turns"
     assert PSEUDO_REFERENCE == "+pseudo_reference"
 
 

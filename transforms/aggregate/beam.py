@@ -14,17 +14,18 @@ import apache_beam as beam
 import polars as pl
 import pyarrow as pa
 
-from rewardmill.schemas import LABEL_V1, ROLLOUT_V2
+from rewardmill.schemas import LABEL_V1, ROLLOUT_V2, ROLLOUT_V3
 from rewardmill.transforms.aggregate.bucket import (
     PROMPT_COLUMNS,
     ROLLOUT_COLUMNS,
-    SAMPLE_COLUMNS,
     STAGE,
     CoreConfig,
     assemble_bucket,
+    sample_columns,
 )
 from rewardmill.transforms.aggregate.prompt_flags import FiltersConfig, prompt_flags, user_text
 from rewardmill.transforms.aggregate.reward import LABEL_COLUMNS
+from rewardmill.transforms.aggregate.trajectories import TRAJECTORY_COLUMNS
 from rewardmill.transforms.io.frames import empty_frame, load_frame, read_frame, spill_frame
 from rewardmill.transforms.io.tables import TableSink, shard_parts, stage_shards
 from rewardmill.transforms.io.threads import ThreadedDoFn
@@ -57,19 +58,23 @@ class BucketShard(beam.DoFn):
     fuse two steps, it pickles the elements between them (a million-row table took seconds).
     """
 
-    def __init__(self, kind: str, buckets: int, spill_dir: str):
+    def __init__(self, kind: str, buckets: int, spill_dir: str, trajectories: bool = False):
         self.kind = kind
         self.buckets = buckets
         self.spill_dir = spill_dir
+        self.trajectories = trajectories
 
     def process(self, path: str):
         if self.kind == "labels":
             labels = read_frame(path, LABEL_V1, [*LABEL_COLUMNS, "prompt_id"])
             yield from split_by_bucket(labels, "labels", self.buckets, f"{self.spill_dir}/labels")
             return
-        rollouts = read_frame(path, ROLLOUT_V2, ROLLOUT_COLUMNS)
+        if self.trajectories:
+            rollouts = read_frame(path, ROLLOUT_V3, [*ROLLOUT_COLUMNS, *TRAJECTORY_COLUMNS])
+        else:
+            rollouts = read_frame(path, ROLLOUT_V2, ROLLOUT_COLUMNS)
         yield from prompt_parts(rollouts, self.buckets, f"{self.spill_dir}/prompts")
-        samples = rollouts.select(SAMPLE_COLUMNS)
+        samples = rollouts.select(sample_columns(self.trajectories))
         yield from split_by_bucket(samples, "rollouts", self.buckets, f"{self.spill_dir}/rollouts")
 
 
@@ -100,17 +105,18 @@ class BucketInputs(ThreadedDoFn):
       prompt (flags_by_bucket). Reading the prompt columns itself, it runs beside the shards, not after them.
     """
 
-    def __init__(self, filters: FiltersConfig, buckets: int, spill_dir: str):
+    def __init__(self, filters: FiltersConfig, buckets: int, spill_dir: str, trajectories: bool = False):
         super().__init__(threads=2)
         self.filters = filters
         self.buckets = buckets
         self.spill_dir = spill_dir
+        self.trajectories = trajectories
 
     def work(self, element):
         kind, value = element
         if kind == FLAGS:
             return kind, flags_by_bucket(value, self.filters, self.buckets)
-        return kind, list(BucketShard(kind, self.buckets, self.spill_dir).process(value))
+        return kind, list(BucketShard(kind, self.buckets, self.spill_dir, self.trajectories).process(value))
 
     def emit(self, result):
         kind, value = result
@@ -161,7 +167,8 @@ class AssembleBucket(ThreadedDoFn):
                 flags.update(value)
             else:
                 parts[tag].append(load_frame(value))
-        rollouts = concat(parts["rollouts"], ROLLOUT_V2, SAMPLE_COLUMNS)
+        schema = ROLLOUT_V3 if self.cfg.trajectories else ROLLOUT_V2
+        rollouts = concat(parts["rollouts"], schema, sample_columns(self.cfg.trajectories))
         prompts = concat(parts["prompts"], ROLLOUT_V2, PROMPT_COLUMNS)
         labels = concat(parts["labels"], LABEL_V1, LABEL_COLUMNS)
         result = assemble_bucket(rollouts, labels, flags, self.cfg, prompts)

@@ -17,6 +17,7 @@ from rewardmill.transforms.aggregate.reward import LABEL_COLUMNS, AggregateConfi
 from rewardmill.transforms.aggregate.rl import RlConfig, build_rl_rows
 from rewardmill.transforms.aggregate.sft import SftConfig, build_sft_rows
 from rewardmill.transforms.aggregate.status import KEPT, RolloutFilterConfig, flags_frame, with_status
+from rewardmill.transforms.aggregate.trajectories import TRAJECTORY_COLUMNS
 from rewardmill.transforms.io.frames import frame_to_table
 from rewardmill.transforms.pairing.rows import build_pair_rows
 from rewardmill.transforms.pairing.strategies import PairsConfig, choose_pairs, group_prompt, pair_group
@@ -28,6 +29,11 @@ SAMPLE_COLUMNS = ("rollout_id", "prompt_id", "task", "split", "completion", "n_t
 ROLLOUT_COLUMNS = (*SAMPLE_COLUMNS, *PROMPT_COLUMNS[1:])
 
 
+def sample_columns(trajectories: bool) -> tuple[str, ...]:
+    """The rollouts' own columns the core reads: SAMPLE_COLUMNS, and the trajectory's for trajectories."""
+    return (*SAMPLE_COLUMNS, *TRAJECTORY_COLUMNS) if trajectories else SAMPLE_COLUMNS
+
+
 @dataclass(frozen=True)
 class CoreConfig:
     aggregate: AggregateConfig = field(default_factory=AggregateConfig)
@@ -35,6 +41,9 @@ class CoreConfig:
     pairs: PairsConfig = field(default_factory=PairsConfig)
     rl: RlConfig = field(default_factory=RlConfig)
     sft: SftConfig = field(default_factory=SftConfig)
+    # The rollouts are trajectories (an environment ran them): pairs, SFT and RL rows carry their messages, tools and
+    # environment (PAIR_V3, SFT_V2, RL_V2). Set by the stage from the rollouts' manifest, not a param.
+    trajectories: bool = False
 
 
 @dataclass
@@ -70,7 +79,8 @@ def assemble_bucket(
     """Rollouts (ROLLOUT_COLUMNS; or SAMPLE_COLUMNS with the prompts' PROMPT_COLUMNS in `prompts`, once or more per
     prompt) and their labels, as Arrow tables or polars frames -> every output. Scoring and pairing never touch the
     prompt columns; they are joined back for the rows that carry them."""
-    ro = as_frame(rollouts, SAMPLE_COLUMNS).with_columns(policy=pl.col("policy").struct.field("name"))  # pool member
+    own = sample_columns(cfg.trajectories)
+    ro = as_frame(rollouts, own).with_columns(policy=pl.col("policy").struct.field("name"))  # pool member
     lab = as_frame(labels, LABEL_COLUMNS)
     # a prompt's columns are equal on all its rows (its id is a hash of its messages): any copy will do
     prompt_rows = prompt_columns(as_frame(prompts if prompts is not None else rollouts, PROMPT_COLUMNS), None)
@@ -97,9 +107,9 @@ def assemble_bucket(
         cfg.pairs,
     )
     picked = picked.with_columns(prompt_id=group_prompt(pl.col("prompt_id")))
-    pairs, dropped = build_pair_rows(picked, scored, cfg.pairs, prompt_rows)
-    sft, sft_rejects = build_sft_rows(scored, cfg.sft, prompt_rows)
-    rl = build_rl_rows(scored, set(flags), cfg.rl, prompt_rows)
+    pairs, dropped = build_pair_rows(picked, scored, cfg.pairs, prompt_rows, cfg.trajectories)
+    sft, sft_rejects = build_sft_rows(scored, cfg.sft, prompt_rows, cfg.trajectories)
+    rl = build_rl_rows(scored, set(flags), cfg.rl, prompt_rows, cfg.trajectories)
     rl_rejects = flags_frame(flags).select(row_id="prompt_id", reason="flag_reason", detail="flag_detail")
     rewards = frame_to_table(scored.select(REWARD_V1.names), REWARD_V1)
     not_kept = scored.filter(pl.col("status") != KEPT).select(

@@ -21,8 +21,6 @@ from rewardmill.transforms.steps.prm_rows import build_prm_row
 from rewardmill.transforms.steps.turn_prm import LABELER as TURNS_LABELER
 from rewardmill.transforms.steps.turn_prm import build_turn_prm_row
 
-TRAJECTORY_COLUMNS = ("turns", "environment")  # what the turn rows read beyond ROLLOUT_COLUMNS
-
 REJECTED = "rejected"
 
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import polars as pl
 import pyarrow as pa
 
-from rewardmill.schemas import RL_V1
+from rewardmill.schemas import RL_V1, RL_V2
 from rewardmill.transforms.aggregate.prompts import prompt_columns
 from rewardmill.transforms.io.frames import frame_to_table
 
@@ -29,11 +29,23 @@ class RlConfig:
             raise ValueError(f"need 0 < hard < easy <= 1, got hard={self.hard} easy={self.easy}")
 
 
+# one environment per run: every rollout of a prompt names the same; the first by id, so the bits never vary
+ENVIRONMENT_COLUMNS = {
+    "environment": pl.col("environment").sort_by("rollout_id").first(),
+    "tools": pl.col("tools").sort_by("rollout_id").first(),
+}
+
+
 def build_rl_rows(
-    scored: pl.DataFrame, flagged: set[str], cfg: RlConfig, prompts: pl.DataFrame | None = None
+    scored: pl.DataFrame,
+    flagged: set[str],
+    cfg: RlConfig,
+    prompts: pl.DataFrame | None = None,
+    trajectories: bool = False,
 ) -> pa.Table:
     """`prompts`: the prompts' own columns (prompts.PROMPT_COLUMNS), joined to each prompt's row; None = `scored`
-    carries them."""
+    carries them. With `trajectories` (scored carries `environment` and `tools`): RL_V2, each prompt naming the
+    environment its episodes ran in (one per run: any rollout's) and the tools it offered."""
     grouped = (
         scored.filter(~pl.col("prompt_id").is_in(sorted(flagged)))
         .group_by("prompt_id")  # the prompt's own columns are the same on every rollout of it: first() is any
@@ -44,6 +56,11 @@ def build_rl_rows(
             n_correct=pl.col("correct").sum().cast(pl.Int32),
             mean_reward=pl.col("reward").sort_by("rollout_id").mean(),  # a fixed summation order: same bits
             split=pl.col("split").first(),
+            **(
+                {"environment": pl.col("environment").first(), "tools": pl.col("tools").first()}
+                if trajectories
+                else {}
+            ),
         )
         .join(prompt_columns(scored, prompts), on="prompt_id", how="left")
         .rename({"messages": "prompt"})
@@ -66,4 +83,5 @@ def build_rl_rows(
         zero_pass=(pl.col("n_verified") > 0) & (pl.col("n_correct") == 0),
         all_pass=(pl.col("n_verified") > 0) & (pl.col("n_correct") == pl.col("n_verified")),
     )
-    return frame_to_table(rows.select(RL_V1.names), RL_V1)
+    schema = RL_V2 if trajectories else RL_V1
+    return frame_to_table(rows.select(schema.names), schema)

@@ -10,9 +10,10 @@ from dataclasses import dataclass
 import polars as pl
 import pyarrow as pa
 
-from rewardmill.schemas import SFT_V1
+from rewardmill.schemas import SFT_V1, SFT_V2
 from rewardmill.transforms.aggregate.prompts import prompt_columns
 from rewardmill.transforms.aggregate.status import KEPT
+from rewardmill.transforms.aggregate.trajectories import chat_messages
 from rewardmill.transforms.io.frames import frame_to_table
 
 
@@ -32,10 +33,11 @@ class SftConfig:
 
 
 def build_sft_rows(
-    scored: pl.DataFrame, cfg: SftConfig, prompts: pl.DataFrame | None = None
+    scored: pl.DataFrame, cfg: SftConfig, prompts: pl.DataFrame | None = None, trajectories: bool = False
 ) -> tuple[pa.Table, pl.DataFrame]:
     """-> (SFT_V1 table, rejects: row_id = prompt_id, reason, detail). `prompts`: the prompts' own columns
-    (prompts.PROMPT_COLUMNS); None = `scored` carries them."""
+    (prompts.PROMPT_COLUMNS); None = `scored` carries them. With `trajectories` (scored carries `turns` and
+    `tools`): SFT_V2, the completion every message after the prompt and the tools beside it."""
     eligible = (pl.col("status") == KEPT) & (pl.col("reward") >= cfg.min_reward)
     if cfg.require_correct:
         eligible = eligible & pl.col("correct").fill_null(False)
@@ -56,7 +58,11 @@ def build_sft_rows(
         "rollout_id",
         "prompt_id",
         prompt="messages",
-        completion=pl.concat_list(pl.struct(role=pl.lit("assistant"), content=pl.col("completion"))),
+        completion=(
+            chat_messages("turns", "completion")
+            if trajectories
+            else pl.concat_list(pl.struct(role=pl.lit("assistant"), content=pl.col("completion")))
+        ),
         reward="reward",
         confidence="confidence",
         correct="correct",
@@ -66,6 +72,7 @@ def build_sft_rows(
         label_sources="label_sources",
         task="task",
         split="split",
+        **({"tools": "tools"} if trajectories else {}),
     )  # in no particular order: the writer sorts by rollout_id
     # Why a prompt has no row: when none of its rollouts is kept, their common status (a prompt flag such as
     # contaminated, or e.g. missing_score for all), else no_kept_rollout; otherwise the SFT conditions.
@@ -106,4 +113,4 @@ def build_sft_rows(
         )
     )
     rejects = missing.select(row_id="prompt_id", reason=reason, detail=detail)
-    return frame_to_table(rows, SFT_V1), rejects
+    return frame_to_table(rows, SFT_V2 if trajectories else SFT_V1), rejects

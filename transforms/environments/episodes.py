@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from rewardmill.schemas.trajectory import STOP_REASONS
 from rewardmill.transforms.environments.contract import (
     ParsingEnvironment,
     PromptingEnvironment,
@@ -21,8 +22,6 @@ from rewardmill.transforms.environments.contract import (
     has_hook,
 )
 from rewardmill.transforms.sampling.params import Sample, sample_seed
-
-STOP_REASONS = ("done", "max_turns", "max_tokens", "error")
 
 
 @dataclass(frozen=True)

@@ -41,7 +41,9 @@ class PythonToolConfig:
     memory_mb: int = 256  # address space of the code's process
     max_output_chars: int = 2000  # of stdout + stderr in the tool message; the rest is cut, and said so
     max_calls: int = 4  # tool calls per trajectory; then the tool refuses and asks for the answer
-    system_prompt: bool = True  # add the text protocol's system message (for templates without a tool format)
+    # the text protocol (templates without a tool format): its system message, and each assistant turn's content is
+    # what the policy wrote, calls included; false: the chat template's own tool format renders the parsed calls
+    system_prompt: bool = True
     verifiers: dict[str, str] = field(default_factory=lambda: dict(DEFAULT_VERIFIERS))
     verifier_config: dict[str, dict[str, Any]] = field(default_factory=dict)
 
@@ -52,7 +54,7 @@ class PythonToolConfig:
 
 class PythonToolEnvironment:
     name = "python_tool"
-    version = "1"
+    version = "2"  # 2: in the text protocol, an assistant turn's content keeps its calls as written
     Config = PythonToolConfig
 
     def __init__(self, config: PythonToolConfig):
@@ -70,7 +72,14 @@ class PythonToolEnvironment:
 
     def parse(self, text: str, turn: int) -> dict[str, Any]:
         parsed = parse_tool_calls(text, turn, {"python"})
-        return {**parsed.message, "tool_errors": parsed.errors} if parsed.errors else parsed.message
+        message = parsed.message
+        if self.config.system_prompt:
+            # The text protocol, for a template without a tool format: it renders only `content`, so the content is
+            # what the policy wrote, calls included (malformed ones too), or its next turn would follow a tool result
+            # it never asked for, and a trainer would learn turns without their calls. `tool_calls` still holds the
+            # parsed calls, for the environment and for trainers whose template has a tool format.
+            message = {**message, "content": text.strip()}
+        return {**message, "tool_errors": parsed.errors} if parsed.errors else message
 
     def close(self) -> None:
         self._verifiers.close()
@@ -94,7 +103,11 @@ class PythonToolEnvironment:
                 used += 1
                 text = self._run(call["function"]["arguments"], counts)
             messages.append(_tool_message(call["id"], text))
-        info = {"calls": used, **counts}
+        info = {
+            "calls": used,
+            **counts,
+            "parse_errors": len(errors),
+        }  # tool_errors: these and the parsed calls refused
         return {**state, "calls": used}, StepResult(messages=messages, info=info)
 
     def _run(self, arguments: dict[str, Any], counts: dict[str, int]) -> str:

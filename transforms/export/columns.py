@@ -48,7 +48,8 @@ PRM_COLUMN_DOCS = {
     "labels": "per step: True before the first wrong step, False at it and after it (TRL's stepwise `labels`)",
     "soft_labels": "per step: share of continuations that reach the reference answer; null = not estimated (judge)",
     "first_error_step": "index of the first wrong step; -1 = no wrong step (ProcessBench's `label`)",
-    "method": "how the steps were labelled: " + ", ".join(METHODS),
+    "method": "how the steps were labelled: " + ", ".join(METHODS) + " (turns: a trajectory's assistant turns, "
+    "each labeled on its own from its environment's records)",
     "labeler": "the steps labeler (its params `steps` key) that labelled the rollout",
     "min_score": "minimum score over the kept steps (the min-form aggregate PURE recommends)",
     "last_score": "score of the last kept step",
@@ -83,4 +84,28 @@ SFT_COLUMN_DOCS = {
     "rank": "rank of the completion among the prompt's samples by reward; 0 = best",
     "n_tokens": "length of the completion in policy tokens",
     "scores": "every `labeler/aspect` score of the completion (null score = could not label)",
+}
+
+# The multi-turn versions (outputs of trajectories: schemas/__init__.py CURRENT_VERSIONS).
+_MULTI_TURN = (
+    "every message after the prompt in TRL's conversational format with tool calls: the policy's turns (`content`; "
+    "`tool_calls` with `arguments` as a JSON string), tool results (`role` tool, `tool_call_id`, `name`) and the "
+    "environment's feedback (`role` user)"
+)
+_TOOLS = (
+    "JSON schemas of the tools the episodes offered (TRL's `tools` column: its trainers pass them to the chat "
+    "template); null = none"
+)
+PAIR_V3_COLUMN_DOCS = {
+    **PAIR_COLUMN_DOCS,
+    "chosen": f"the preferred trajectory: {_MULTI_TURN}",
+    "rejected": f"the dispreferred trajectory of the same prompt: {_MULTI_TURN}",
+    "tools": _TOOLS,
+}
+SFT_V2_COLUMN_DOCS = {**SFT_COLUMN_DOCS, "completion": f"the verified trajectory: {_MULTI_TURN}", "tools": _TOOLS}
+RL_V2_COLUMN_DOCS = {
+    **RL_COLUMN_DOCS,
+    "environment": "the environment the episodes ran in: `name`, `version` and `config` (canonical JSON), so a "
+    "trainer's rollouts can run in the same one",
+    "tools": _TOOLS,
 }

@@ -24,9 +24,17 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 
-from rewardmill.schemas import PAIR_V2, PRM_V1, RL_V1, SFT_V1
+from rewardmill.schemas import PAIR_V2, PAIR_V3, PRM_V1, RL_V1, RL_V2, SFT_V1, SFT_V2
 from rewardmill.schemas.common import schema_id
-from rewardmill.transforms.export.columns import PAIR_COLUMN_DOCS, PRM_COLUMN_DOCS, RL_COLUMN_DOCS, SFT_COLUMN_DOCS
+from rewardmill.transforms.export.columns import (
+    PAIR_COLUMN_DOCS,
+    PAIR_V3_COLUMN_DOCS,
+    PRM_COLUMN_DOCS,
+    RL_COLUMN_DOCS,
+    RL_V2_COLUMN_DOCS,
+    SFT_COLUMN_DOCS,
+    SFT_V2_COLUMN_DOCS,
+)
 from rewardmill.transforms.export.summary import Summary, summarize
 from rewardmill.transforms.io.parquet import PARQUET_OPTIONS, rows_to_table, shard_name
 
@@ -100,6 +108,31 @@ EXPORTABLE: dict[str, ConfigSpec] = {
         "rollout_id",
         "The best verified samples of each prompt for rejection-sampling fine-tuning, in TRL's conversational "
         "prompt-completion format: `prompt` (user turns) and `completion` (the assistant turn).",
+        "prompt_completion",
+    ),
+    # Built from trajectories (an environment ran the rollouts): the same configs, multi-turn.
+    schema_id(PAIR_V3): ConfigSpec(
+        with_descriptions(PAIR_V3, PAIR_V3_COLUMN_DOCS),
+        "pair_id",
+        "Multi-turn preference pairs in TRL's conversational format with tool calls: `prompt`, then `chosen` and "
+        "`rejected` as two whole trajectories of the policy on that prompt (its turns, tool calls, tool results and "
+        "feedback), with the tools in `tools`, the reward gap in `margin` and each side's verified outcome.",
+        "preference",
+    ),
+    schema_id(RL_V2): ConfigSpec(
+        with_descriptions(RL_V2, RL_V2_COLUMN_DOCS),
+        "prompt_id",
+        "Prompts for online multi-turn RL in TRL's conversational prompt-only format: `prompt`, what reward functions "
+        "check against, the environment (name, version, config) and tools its episodes ran with, and the policy's "
+        "pass rate over its own episodes.",
+        "prompt_only",
+    ),
+    schema_id(SFT_V2): ConfigSpec(
+        with_descriptions(SFT_V2, SFT_V2_COLUMN_DOCS),
+        "rollout_id",
+        "The best verified trajectories of each prompt for rejection-sampling fine-tuning with tools, in TRL's "
+        "conversational prompt-completion format: `prompt`, `completion` (every message after it, tool calls and "
+        "results included) and `tools`, which SFTTrainer passes to the chat template.",
         "prompt_completion",
     ),
 }

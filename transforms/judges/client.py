@@ -44,6 +44,8 @@ class Completion:
     text: str
     finish_reason: str  # stop | length | error
     logprobs: tuple[TokenLogprob, ...] | None = None  # None when not asked for or the backend cannot give them
+    # a served model's reasoning trace sent apart from `text` (`reasoning_content`); None when the server sends none
+    reasoning: str | None = None
 
 
 @dataclass(frozen=True)

@@ -8,10 +8,9 @@ endpoint, whose tokenizer is not here, gets the generic shapes (untrusted.GENERI
 """
 
 from dataclasses import replace
-from pathlib import Path
 
 from rewardmill.transforms.judges.client import BackendConfig, JudgeClient, JudgeRequest, JudgeResponse
-from rewardmill.transforms.judges.untrusted import local_specials, neutralize
+from rewardmill.transforms.judges.untrusted import has_local_tokenizer, local_specials, neutralize
 
 
 def guard_request(request: JudgeRequest, specials: tuple[str, ...] = ()) -> JudgeRequest:
@@ -21,15 +20,6 @@ def guard_request(request: JudgeRequest, specials: tuple[str, ...] = ()) -> Judg
         for m in request.messages
     )
     return request if messages == request.messages else replace(request, messages=messages)
-
-
-def has_local_tokenizer(model: str | None) -> bool:
-    """Whether `model` names a local folder with a tokenizer: an endpoint serving it (vLLM/TGI serving
-    `models/policy`) tokenizes with exactly that tokenizer, so its own specials (`<file_sep>`, ...) are known here."""
-    if not model:
-        return False
-    folder = Path(model)
-    return folder.is_dir() and any((folder / f).is_file() for f in ("tokenizer.json", "tokenizer_config.json"))
 
 
 class GuardedJudgeClient:

@@ -255,7 +255,21 @@ def _completion(choice) -> Completion:
     logprobs = None
     if content:  # endpoints that ignore `logprobs` send none: None, not an empty tuple
         logprobs = tuple(TokenLogprob(token.token, token.logprob, _top(token.top_logprobs or [])) for token in content)
-    return Completion(text=choice.message.content or "", finish_reason=finish, logprobs=logprobs)
+    return Completion(
+        text=choice.message.content or "", finish_reason=finish, logprobs=logprobs, reasoning=served_reasoning(choice)
+    )
+
+
+def served_reasoning(choice) -> str | None:
+    """The reasoning trace a server sends apart from the content: vLLM's and SGLang's reasoning parsers put it in
+    `reasoning_content` (newer vLLM also in `reasoning`); None when there is none."""
+    message = choice.message
+    extra = getattr(message, "model_extra", None) or {}
+    for key in ("reasoning_content", "reasoning"):
+        value = getattr(message, key, None) if key in type(message).model_fields else extra.get(key)
+        if isinstance(value, str) and value:
+            return value
+    return None
 
 
 def _top(alternatives) -> dict[str, float]:

@@ -21,6 +21,7 @@ from outside. Two defenses, both by mechanism:
 import re
 from collections.abc import Iterable
 from functools import lru_cache
+from pathlib import Path
 
 # Marker shapes of the common chat templates, whatever the tokenizer: ChatML / Llama 3 / Phi (`<|...|>`), DeepSeek's
 # full-width bars (`<｜...｜>`), Llama 2 / Mistral (`[INST]`, `<<SYS>>`, `<s>`, `</s>`), and, broadly, the two shapes
@@ -106,6 +107,15 @@ def tokenizer_specials(tokenizer) -> tuple[str, ...]:
 
 
 @lru_cache(maxsize=8)
+def has_local_tokenizer(model: str | None) -> bool:
+    """Whether `model` names a local folder with a tokenizer: an endpoint serving it (vLLM/TGI serving
+    `models/policy`) tokenizes with exactly that tokenizer, so its own specials (`<file_sep>`, ...) are known here."""
+    if not model:
+        return False
+    folder = Path(model)
+    return folder.is_dir() and any((folder / f).is_file() for f in ("tokenizer.json", "tokenizer_config.json"))
+
+
 def local_specials(model: str) -> tuple[str, ...]:
     """The special strings of a local model folder's tokenizer (loaded once per process; the tokenizer only)."""
     from transformers import AutoTokenizer

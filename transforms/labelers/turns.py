@@ -17,6 +17,8 @@ viewer read the same facts; nothing is re-run: a tool's outcome is what the sand
 - `tool_errors`: calls that did not parse, named an unknown tool, had bad arguments, or were refused (past
   `max_calls`): the environment's `tool_errors` count;
 - `tool_failures`: parsed calls whose code hung (`timeouts`) or died (`crashes`);
+- `unparsed`: the tool errors that were calls that did not parse (`parse_errors`), so a refused call is not counted
+  twice among the attempts;
 - `verdict`: the environment's check of the turn's answer (`correct` | `incorrect` | None when it checked none:
   a turn of tool calls, or an environment without a verifier);
 - `ok`: the turn's hard label: no tool error or failure, and no answer checked wrong. A turn the environment did
@@ -31,6 +33,7 @@ from typing import Any
 from rewardmill.transforms.labelers.base import Label
 
 FAILURES = ("timeouts", "crashes")
+TOOL_CALL_TAG = "<tool_call>"  # the text protocol's call tag (transforms/environments/tool_calls.py)
 CHECKED = ("correct", "incorrect")
 
 
@@ -41,6 +44,7 @@ class TurnSignal:
     tool_calls: int
     tool_errors: int
     tool_failures: int
+    unparsed: int  # calls that did not parse (a part of tool_errors; the rest were parsed calls refused)
     verdict: str | None
     ok: bool
     score: float | None
@@ -77,11 +81,15 @@ def turn_signals(turns: list[dict[str, Any]] | None) -> list[TurnSignal]:
         info = step_info(turn)
         errors = _count(info, "tool_errors")
         failures = sum(_count(info, key) for key in FAILURES)
+        # an environment that does not say which errors were unparsed calls: all of them (none was parsed)
+        unparsed = min(_count(info, "parse_errors"), errors) if "parse_errors" in info else errors
         verdict = info.get("verdict") if info.get("verdict") in CHECKED else None
         ok = errors == 0 and failures == 0 and verdict != "incorrect"
         score = None if verdict is None else float(verdict == "correct")
         signals.append(
-            TurnSignal(len(signals), index, len(turn.get("tool_calls") or ()), errors, failures, verdict, ok, score)
+            TurnSignal(
+                len(signals), index, len(turn.get("tool_calls") or ()), errors, failures, unparsed, verdict, ok, score
+            )
         )
     return signals
 
@@ -93,8 +101,11 @@ def first_error(signals: list[TurnSignal]) -> int:
 
 def render_turn(turn: dict[str, Any]) -> str:
     """An assistant turn as the text the policy committed to: its answer, then each tool call in the text protocol's
-    form (transforms/environments/tool_calls.py), so a step that only called a tool is not an empty string."""
+    form (transforms/environments/tool_calls.py), so a step that only called a tool is not an empty string. A turn
+    of the text protocol already holds its calls as written in its content: that text alone."""
     parts = [turn.get("content") or ""]
+    if TOOL_CALL_TAG in parts[0]:
+        return parts[0]
     for call in turn.get("tool_calls") or ():
         function = call.get("function") or {}
         arguments = function.get("arguments")
@@ -103,7 +114,7 @@ def render_turn(turn: dict[str, Any]) -> str:
         except ValueError:
             pass  # kept as the string the policy wrote
         body = json.dumps({"name": function.get("name"), "arguments": arguments}, sort_keys=True, ensure_ascii=False)
-        parts.append(f"<tool_call>{body}</tool_call>")
+        parts.append(f"{TOOL_CALL_TAG}{body}</tool_call>")
     return "\n".join(p for p in parts if p)
 
 
@@ -144,7 +155,7 @@ def _turns_label(signals: list[TurnSignal]) -> Label:
 
 
 def _tool_use_label(signals: list[TurnSignal]) -> Label:
-    attempted = sum(s.tool_calls + s.tool_errors for s in signals)
+    attempted = sum(s.tool_calls + s.unparsed for s in signals)
     if not attempted:
         return Label(None, 0.0, "abstain", "no tool call attempted", aspect="tool_use")
     bad = sum(s.tool_errors + s.tool_failures for s in signals)

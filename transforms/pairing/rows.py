@@ -10,8 +10,9 @@ import hashlib
 import polars as pl
 import pyarrow as pa
 
-from rewardmill.schemas import PAIR_V2
+from rewardmill.schemas import PAIR_V2, PAIR_V3
 from rewardmill.transforms.aggregate.prompts import prompt_columns
+from rewardmill.transforms.aggregate.trajectories import chat_messages
 from rewardmill.transforms.io.frames import frame_to_table
 from rewardmill.transforms.pairing.strategies import PairsConfig, length_ratio, stable_hash
 
@@ -100,28 +101,43 @@ def balance(marked: pl.DataFrame) -> pl.DataFrame:
 
 
 def build_pair_rows(
-    picked: pl.DataFrame, scored: pl.DataFrame, cfg: PairsConfig, prompts: pl.DataFrame | None = None
+    picked: pl.DataFrame,
+    scored: pl.DataFrame,
+    cfg: PairsConfig,
+    prompts: pl.DataFrame | None = None,
+    trajectories: bool = False,
 ) -> tuple[pa.Table, pl.DataFrame]:
     """picked (strategies.PAIR_COLUMNS) + scored rollouts -> (PAIR_V2 table, dropped pairs). `prompts`: the prompts'
-    own columns (aggregate/prompts.PROMPT_COLUMNS); None = `scored` carries them."""
-    side = scored.select(*SIDE_COLUMNS)
-    chosen = scored.select(*SIDE_COLUMNS, "task", "split").rename({c: f"{c}_c" for c in SIDE_COLUMNS})
+    own columns (aggregate/prompts.PROMPT_COLUMNS); None = `scored` carries them. With `trajectories` (scored
+    carries `turns` and `tools`): PAIR_V3, each side every message after the prompt, tool calls included."""
+    columns = (*SIDE_COLUMNS, "turns", "tools") if trajectories else SIDE_COLUMNS
+    side = scored.select(*columns)
+    chosen = scored.select(*columns, "task", "split").rename({c: f"{c}_c" for c in columns})
     messages = prompt_columns(scored, prompts).select("prompt_id", "messages")
     pairs = (
         picked.join(chosen, left_on="chosen_id", right_on="rollout_id_c")  # the sample columns are the chosen's
-        .join(side.rename({c: f"{c}_r" for c in SIDE_COLUMNS}), left_on="rejected_id", right_on="rollout_id_r")
+        .join(side.rename({c: f"{c}_r" for c in columns}), left_on="rejected_id", right_on="rollout_id_r")
         .join(messages, on="prompt_id", how="left")
     )
     pairs = pairs.with_columns(pair_id=pair_ids(pairs["prompt_id"], pairs["chosen_id"], pairs["rejected_id"]))
     pairs = pairs.with_columns(agreement=pair_agreement(pairs))
     kept, dropped = filter_pairs(pairs, cfg)
     assistant = {"role": pl.lit("assistant")}
+    if trajectories:
+        sides = {
+            "chosen": chat_messages("turns_c", "completion_c"),
+            "rejected": chat_messages("turns_r", "completion_r"),
+        }
+    else:
+        sides = {
+            "chosen": pl.concat_list(pl.struct(**assistant, content=pl.col("completion_c"))),
+            "rejected": pl.concat_list(pl.struct(**assistant, content=pl.col("completion_r"))),
+        }
     rows = kept.select(
         "pair_id",
         "prompt_id",
         prompt="messages",
-        chosen=pl.concat_list(pl.struct(**assistant, content=pl.col("completion_c"))),
-        rejected=pl.concat_list(pl.struct(**assistant, content=pl.col("completion_r"))),
+        **sides,
         score_chosen="reward_c",
         score_rejected="reward_r",
         margin=pl.col("reward_c") - pl.col("reward_r"),
@@ -140,5 +156,7 @@ def build_pair_rows(
         label_sources=pl.col("label_sources_c").list.set_union("label_sources_r").list.sort(),
         task="task",
         split="split",
+        **({"tools": pl.coalesce("tools_c", "tools_r")} if trajectories else {}),
     )
-    return frame_to_table(rows, PAIR_V2), dropped  # in no particular order: the writer sorts by pair_id
+    # in no particular order: the writer sorts by pair_id
+    return frame_to_table(rows, PAIR_V3 if trajectories else PAIR_V2), dropped

@@ -29,7 +29,7 @@ from rewardmill.transforms.labelers.contract import CallCachingLabeler, declared
 from rewardmill.transforms.labelers.params import LabelerParams, resolve
 
 # Columns the call itself provides; everything else a labeler reads must be a dataset column.
-PROVIDED = ("completion", "messages", "n_tokens")
+PROVIDED = ("completion", "messages", "n_tokens", "turns")
 
 
 class MissingColumns(ValueError):
@@ -37,19 +37,28 @@ class MissingColumns(ValueError):
 
 
 def completion_text(completion: Any) -> str:
-    """The text of a completion: a string as is; a conversational completion's assistant contents, joined (a
-    content may be a list of parts, whose text parts count)."""
+    """The text a labeler reads as `completion`: a string as is; of a conversational completion, the final answer:
+    the assistant messages after the last message of another role (a tool result, feedback), their contents joined
+    (a content may be a list of parts, whose text parts count). So a multi-turn completion (TRL's tool calling:
+    assistant, tool, assistant) is judged by its last answer, as a rollout's `completion` is, never by an answer an
+    earlier turn gave and a later one took back."""
     if isinstance(completion, str):
         return completion
+    messages = list(completion or [])
+    last_other = max((i for i, m in enumerate(messages) if m.get("role", "assistant") != "assistant"), default=-1)
     texts = []
-    for message in completion or []:
-        if message.get("role", "assistant") != "assistant":
-            continue
+    for message in messages[last_other + 1 :]:
         content = message.get("content") or ""
         if isinstance(content, list):
             content = "".join(part.get("text", "") for part in content if part.get("type", "text") == "text")
         texts.append(content)
     return "".join(texts)
+
+
+def completion_turns(completion: Any) -> list[dict] | None:
+    """A conversational completion as the `turns` trajectory labelers read (every message after the prompt); None
+    for a string (a single turn)."""
+    return None if isinstance(completion, str) else [dict(m) for m in completion or []]
 
 
 def prompt_messages(prompt: Any) -> list[dict]:
@@ -74,6 +83,7 @@ def labeler_inputs(
         "completion": lambda i: completion_text(completions[i]),
         "messages": lambda i: prompt_messages(prompts[i]),
         "n_tokens": lambda i: len(completion_ids[i]),
+        "turns": lambda i: completion_turns(completions[i]),
     }
     return [tuple(columns[c][i] if c in columns else provided[c](i) for c in reads) for i in range(len(completions))]
 

@@ -12,14 +12,17 @@ byte-stable either way. A batch whose requests still fail after the retries rais
 the cache, and the stage fails (see `max_generation_errors`) so that a rerun resumes instead of losing rows.
 """
 
+import json
 import logging
 from typing import Any
 
 from rewardmill.transforms.judges.client import JudgeRequest, Sampling
+from rewardmill.transforms.judges.untrusted import has_local_tokenizer, local_specials, neutralize_specials
 from rewardmill.transforms.sampling.cache import RolloutCache
 from rewardmill.transforms.sampling.endpoint import EndpointPolicy
 from rewardmill.transforms.sampling.handler import PolicyHandler
 from rewardmill.transforms.sampling.params import Sample, SamplingParams, sample_seed
+from rewardmill.transforms.sampling.reasoning import served_text
 
 log = logging.getLogger("rewardmill")
 
@@ -73,10 +76,14 @@ class OpenAIPolicyHandler(PolicyHandler):
         cache: RolloutCache | None = None,
         label: str | None = None,  # a pool member's name, for the progress lines
         reasoning=None,  # ReasoningTags: a leading trace goes to `reasoning`, apart from the answer
+        environment=None,  # EnvironmentParams: multi-turn episodes, each turn one request
     ):
-        super().__init__(cache or RolloutCache(None, "", "openai", sampling), total_prompts, label, None, reasoning)
+        super().__init__(
+            cache or RolloutCache(None, "", "openai", sampling), total_prompts, label, environment, reasoning
+        )
         self.endpoint = endpoint
         self.sampling = sampling
+        self._warned = False  # said once that the server's reasoning_content is left out
 
     def load_model(self):
         from rewardmill.transforms.judges.openai_client import OpenAIJudgeClient
@@ -99,17 +106,94 @@ class OpenAIPolicyHandler(PolicyHandler):
             per = []
             for j in range(sp.n):
                 request, response = next(it)
-                completion = response.completions[0]
-                logprobs = completion.logprobs
-                per.append(
-                    Sample(
-                        index=j,
-                        seed=request.sampling.seed,
-                        completion=completion.text.strip(),
-                        n_tokens=response.completion_tokens or (len(logprobs) if logprobs else 0),
-                        finish_reason="length" if completion.finish_reason == "length" else "stop",
-                        logprob_sum=sum(t.logprob for t in logprobs) if logprobs else None,
-                    )
-                )
+                per.append(self._sample_of(j, request.sampling.seed, response))
             results.append(per)
         return results
+
+    def _sample_of(self, index: int, seed: int, response) -> Sample:
+        """One reply as a Sample. A trace the server sent apart (`reasoning_content`) joins the text in the tags of
+        rollouts.reasoning, which split it off again after the cache; without rollouts.reasoning it is left out, and
+        said once."""
+        completion = response.completions[0]
+        logprobs = completion.logprobs
+        finish = "length" if completion.finish_reason == "length" else "stop"
+        if completion.reasoning is not None and self.reasoning is None and not self._warned:
+            self._warned = True
+            log.warning(
+                "rollouts: %s sends reasoning_content apart from the answer; set rollouts.reasoning to keep it "
+                "(without it, rollouts hold the answer alone)",
+                self.endpoint.base_url,
+            )
+        tags = self.reasoning
+        text = (
+            completion.text.strip()
+            if tags is None
+            else served_text(completion.text, completion.reasoning, finish, tags)
+        )
+        return Sample(
+            index=index,
+            seed=seed,
+            completion=text,
+            n_tokens=response.completion_tokens or (len(logprobs) if logprobs else 0),
+            finish_reason=finish,
+            logprob_sum=sum(t.logprob for t in logprobs) if logprobs else None,
+        )
+
+    def _generate_turns(self, client, requests: list) -> list[Sample]:
+        """One n=1 request per TurnRequest, seeded by the turn's seed, its conversation in the OpenAI format (tool
+        calls with JSON-string arguments). The episode's turns are untrusted: where the endpoint serves a local
+        folder, its tokenizer's special strings are broken in them first, as the local backends do. The tools travel
+        in the text protocol's system message (docs/environments.md), not as the API's `tools`."""
+        specials = local_specials(self.endpoint.model) if has_local_tokenizer(self.endpoint.model) else ()
+        sp = self.sampling
+        sent = [
+            JudgeRequest(
+                tuple(api_message(m, specials if i >= r.turns_from else ()) for i, m in enumerate(r.messages)),
+                Sampling(
+                    temperature=sp.temperature,
+                    top_p=sp.top_p,
+                    max_tokens=sp.max_new_tokens,
+                    n=1,
+                    seed=r.seed,
+                    top_logprobs=1,
+                ),  # fmt: skip
+            )
+            for r in requests
+        ]
+        responses = client.complete(sent)
+        failed = [r.error for r in responses if r.error is not None]
+        if failed:
+            raise EndpointError(
+                f"{len(failed)} of {len(responses)} turn requests to {self.endpoint.base_url} failed after retries "
+                f"(first: {failed[0]})"
+            )
+        return [self._sample_of(0, r.seed, response) for r, response in zip(requests, responses, strict=True)]
+
+
+def api_message(message: dict[str, Any], specials: tuple[str, ...]) -> dict[str, Any]:
+    """A conversation message as the chat API takes it: role and content (never null: "" for a turn of tool calls
+    only), tool calls with their arguments as a JSON string, a tool result's id and name; `specials` broken in every
+    string it holds."""
+    clean = (lambda text: neutralize_specials(text, specials)) if specials else (lambda text: text)
+    out: dict[str, Any] = {"role": message["role"], "content": clean(message.get("content") or "")}
+    calls = message.get("tool_calls")
+    if calls:
+        out["tool_calls"] = [
+            {
+                "id": call.get("id"),
+                "type": "function",
+                "function": {
+                    "name": clean(str(call["function"].get("name"))),
+                    "arguments": clean(_arguments(call["function"].get("arguments"))),
+                },
+            }
+            for call in calls
+        ]
+    for key in ("tool_call_id", "name"):
+        if message.get(key):
+            out[key] = message[key]
+    return out
+
+
+def _arguments(arguments: Any) -> str:
+    return arguments if isinstance(arguments, str) else json.dumps(arguments, sort_keys=True, ensure_ascii=False)

@@ -77,6 +77,18 @@ def from_served(content: str | None, reasoning_content: str | None, finish_reaso
     return Split(reasoning_content.strip(), "", "unclosed" if finish_reason == "length" else "no_answer")
 
 
+def served_text(content: str | None, reasoning_content: str | None, finish_reason: str, tags: ReasoningTags) -> str:
+    """A served reply as one completion text in `tags`' form, so the rollouts cache keeps one text per sample and the
+    split after it reads what `from_served` reads: the trace between the tags, the content after them; a reply cut
+    at the token budget while still reasoning (no content) without the closing tag (a cut trace)."""
+    answer = (content or "").strip()
+    if reasoning_content is None:
+        return answer
+    if not answer and finish_reason == "length":
+        return f"{tags.open}{reasoning_content}"
+    return f"{tags.open}{reasoning_content}{tags.close}{answer}"
+
+
 BLOCKED = ("unclosed", "no_answer")  # statuses whose completion gets no credit from any labeler
 
 

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 
 from rewardmill.schemas import PAIR_V2
+from rewardmill.schemas.common import schema_id
 from rewardmill.schemas.pair import PAIR_TYPES
 from rewardmill.transforms.validation.expectations import (
     SPLITS,
@@ -76,10 +77,10 @@ def pair_helper_columns(table: pa.Table) -> dict[str, list[bool]]:
     }
 
 
-def build_pair_suite(min_rows: int = 1) -> "gx.ExpectationSuite":
+def build_pair_suite(min_rows: int = 1, schema: pa.Schema = PAIR_V2) -> "gx.ExpectationSuite":
     """Suite for PAIR_V2 frames that carry the helper columns of `pair_helper_columns`: unique pair_id, scores in
     [0, 1], margin > 0, a known pair_type and split, a non-empty chosen side; fewer than `min_rows` pairs fail
-    (params `validate.min_pairs`)."""
+    (params `validate.min_pairs`). `schema`: PAIR_V2, or PAIR_V3 (multi-turn sides; the same rules)."""
     import great_expectations as gx
 
     e = gx.expectations
@@ -93,4 +94,4 @@ def build_pair_suite(min_rows: int = 1) -> "gx.ExpectationSuite":
         e.ExpectColumnValuesToBeBetween(column="chosen_n_tokens", min_value=1),
         e.ExpectColumnValuesToBeBetween(column="rejected_n_tokens", min_value=0),
     ]
-    return make_suite("pair_v2", [*schema_expectations(PAIR_V2, PAIR_HELPERS), *semantic])
+    return make_suite(schema_id(schema), [*schema_expectations(schema, PAIR_HELPERS), *semantic])

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from rewardmill.schemas import RL_V1
+from rewardmill.schemas.common import schema_id
 from rewardmill.schemas.rl import DIFFICULTIES
 from rewardmill.transforms.validation.expectations import (
     SPLITS,
@@ -66,9 +67,10 @@ def rl_helper_columns(table: pa.Table) -> dict[str, list[bool]]:
     return {helper: [c[helper] for c in checks] for helper in RL_HELPERS}
 
 
-def build_rl_suite(min_rows: int = 1) -> "gx.ExpectationSuite":
+def build_rl_suite(min_rows: int = 1, schema: pa.Schema = RL_V1) -> "gx.ExpectationSuite":
     """Suite for RL_V1 frames that carry the helper columns of `rl_helper_columns`: one row per prompt_id,
-    pass_rate and mean_reward in [0, 1] (null = none), known difficulty and split."""
+    pass_rate and mean_reward in [0, 1] (null = none), known difficulty and split. `schema`: RL_V1, or RL_V2 (with
+    the environment; the same rules)."""
     import great_expectations as gx
 
     e = gx.expectations
@@ -79,4 +81,4 @@ def build_rl_suite(min_rows: int = 1) -> "gx.ExpectationSuite":
         e.ExpectColumnValuesToBeInSet(column="difficulty", value_set=list(DIFFICULTIES)),
         e.ExpectColumnValuesToBeInSet(column="split", value_set=list(SPLITS)),
     ]
-    return make_suite("rl_v1", [*schema_expectations(RL_V1, RL_HELPERS), *semantic])
+    return make_suite(schema_id(schema), [*schema_expectations(schema, RL_HELPERS), *semantic])

@@ -7,11 +7,23 @@ validating one schema needs; the cross-config split check is registered like a s
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
-from rewardmill.schemas import PAIR_V2, PRM_V1, REWARD_V1, RL_V1, ROLLOUT_V2, SFT_V1
+from rewardmill.schemas import (
+    PAIR_V2,
+    PAIR_V3,
+    PRM_V1,
+    REWARD_V1,
+    RL_V1,
+    RL_V2,
+    ROLLOUT_V2,
+    ROLLOUT_V3,
+    SFT_V1,
+    SFT_V2,
+)
 from rewardmill.schemas.common import schema_id
 from rewardmill.transforms.validation.pair_suite import build_pair_suite, pair_helper_columns
 from rewardmill.transforms.validation.prm_suite import build_prm_suite, prm_helper_columns
@@ -58,6 +70,11 @@ SUITES: dict[str, SuiteSpec] = {
     schema_id(RL_V1): SuiteSpec(RL_V1, "prompt_id", build_rl_suite, rl_helper_columns),
     schema_id(ROLLOUT_V2): SuiteSpec(ROLLOUT_V2, "rollout_id", build_rollout_suite),
     schema_id(SFT_V1): SuiteSpec(SFT_V1, "rollout_id", build_sft_suite, sft_helper_columns),
+    # the multi-turn versions (outputs of trajectories): the same rules over their columns
+    schema_id(PAIR_V3): SuiteSpec(PAIR_V3, "pair_id", partial(build_pair_suite, schema=PAIR_V3), pair_helper_columns),
+    schema_id(RL_V2): SuiteSpec(RL_V2, "prompt_id", partial(build_rl_suite, schema=RL_V2), rl_helper_columns),
+    schema_id(SFT_V2): SuiteSpec(SFT_V2, "rollout_id", partial(build_sft_suite, schema=SFT_V2), sft_helper_columns),
+    schema_id(ROLLOUT_V3): SuiteSpec(ROLLOUT_V3, "rollout_id", partial(build_rollout_suite, schema=ROLLOUT_V3)),
     # every leaked prompt is worth naming: the report keeps up to 100
     SPLIT_CHECK: SuiteSpec(SPLIT_CHECK_V1, "prompt_id", build_split_suite, split_helper_columns, 100, split_table),
 }

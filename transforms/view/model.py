@@ -89,18 +89,60 @@ def flag(value: Any) -> bool | None:
     return value if isinstance(value, bool) else None
 
 
-def messages(value: Any) -> list[dict[str, str]]:
-    """TRL conversational messages -> [{role, content}]; a bare string is one message without a role, anything
-    else that is not a message is dropped."""
+def messages(value: Any) -> list[dict[str, Any]]:
+    """TRL conversational messages -> [{role, content}], plus what a multi-turn message carries: `reasoning` (shown
+    collapsed), `tool_calls` as [{name, arguments}] text, and a tool result's `name` and `tool_call_id`. A bare
+    string is one message without a role, anything else that is not a message is dropped."""
     if isinstance(value, str):
         return [{"role": "", "content": text(value) or ""}]
     if not isinstance(value, list | tuple):
         return []
-    return [
-        {"role": str(m.get("role") or ""), "content": text(m.get("content")) or ""}
-        for m in value
-        if isinstance(m, dict)
-    ]
+    return [_message(m) for m in value if isinstance(m, dict)]
+
+
+def _message(m: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {"role": str(m.get("role") or ""), "content": text(m.get("content")) or ""}
+    if m.get("reasoning"):
+        out["reasoning"] = text(m["reasoning"])
+    calls = [c for c in m.get("tool_calls") or () if isinstance(c, dict)]
+    if calls:
+        out["tool_calls"] = [_call(c) for c in calls]
+    for key in ("name", "tool_call_id"):
+        if m.get(key):
+            out[key] = text(m[key], 200)
+    return out
+
+
+def _call(call: dict[str, Any]) -> dict[str, Any]:
+    function = call.get("function") if isinstance(call.get("function"), dict) else {}
+    arguments = function.get("arguments")
+    if not isinstance(arguments, str):
+        arguments = json.dumps(arguments, sort_keys=True, ensure_ascii=False, default=str)
+    return {"id": text(call.get("id"), 200), "name": text(function.get("name"), 200), "arguments": text(arguments)}
+
+
+def with_turn_labels(shown: list[dict[str, Any]], labels: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """`shown` messages with each assistant turn's label from the `turns` labeler (its `turns` aspect's raw JSON:
+    one entry per assistant turn, transforms/labelers/turns.py) as `turn`: {ok, verdict, tool_errors,
+    tool_failures}. Without such a label (or with a raw that does not parse), the messages as they were."""
+    signals = None
+    for label in labels:
+        if label.get("aspect") == "turns" and isinstance(label.get("raw"), str):
+            try:
+                signals = json.loads(label["raw"]).get("turns")
+            except (ValueError, AttributeError):
+                signals = None
+            break
+    if not isinstance(signals, list):
+        return shown
+    out, k = [], 0
+    for m in shown:
+        if m["role"] == "assistant" and k < len(signals) and isinstance(signals[k], dict):
+            s = signals[k]
+            turn = {key: s.get(key) for key in ("ok", "verdict", "tool_errors", "tool_failures")}
+            m, k = {**m, "turn": turn}, k + 1
+        out.append(m)
+    return out
 
 
 def scores(value: Any) -> list[dict[str, Any]]:
@@ -130,17 +172,18 @@ def side_labels(rows: list[dict[str, Any]], sources: list[str]) -> list[dict[str
 
 def pair_row(row: dict[str, Any], labels: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
     sources = [str(s) for s in row.get("label_sources") or []]
+    own = lambda rollout: labels.get(rollout, []) if isinstance(rollout, str) else []  # noqa: E731
 
     def side(name: str) -> dict[str, Any]:
         rollout = row.get(f"{name}_rollout_id")
         return {
             "rollout_id": rollout,
-            "messages": messages(row.get(name)),
+            "messages": with_turn_labels(messages(row.get(name)), own(rollout)),
             "score": number(row.get(f"score_{name}")),
             "correct": flag(row.get(f"{name}_correct")),
             "n_tokens": number(row.get(f"{name}_n_tokens")),
             "scores": scores(row.get(f"scores_{name}")),
-            "labels": side_labels(labels.get(rollout, []) if isinstance(rollout, str) else [], sources),
+            "labels": side_labels(own(rollout), sources),
         }
 
     return {
@@ -207,7 +250,7 @@ def sft_row(row: dict[str, Any], labels: dict[str, list[dict[str, Any]]]) -> dic
         "split": row.get("split"),
         "task": row.get("task"),
         "prompt": messages(row.get("prompt")),
-        "completion": messages(row.get("completion")),
+        "completion": with_turn_labels(messages(row.get("completion")), own),
         **{k: number(row.get(k)) for k in ("reward", "confidence", "rank", "n_tokens")},
         "correct": flag(row.get("correct")),
         "scores": scores(row.get("scores")),

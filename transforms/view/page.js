@@ -36,16 +36,37 @@
     return box;
   }
 
+  // One message of a conversation. A multi-turn one shows as a chat: reasoning collapsed, each tool call and each
+  // tool result with its tool and call id, and the turn's label (from the `turns` labeler) on the assistant's turns.
+  function messageBox(m) {
+    const msg = el("div", "msg");
+    msg.dataset.role = m.role;
+    let role = m.role || "(no role)";
+    if (m.role === "tool") role += " · " + (m.name || "?") + (m.tool_call_id ? " [" + m.tool_call_id + "]" : "");
+    const head = el("div", "role", role);
+    if (m.turn) {
+      const t = m.turn;
+      let tag = t.ok === true ? "good turn" : t.ok === false ? "bad turn" : "turn";
+      if (t.verdict) tag += " · " + t.verdict;
+      if (t.tool_errors) tag += " · " + t.tool_errors + " tool error(s)";
+      if (t.tool_failures) tag += " · " + t.tool_failures + " tool failure(s)";
+      head.append(el("span", "turn-tag " + (t.ok === true ? "good" : t.ok === false ? "bad" : ""), tag));
+    }
+    msg.append(head);
+    if (m.reasoning) msg.append(collapsible("reasoning", m.reasoning));
+    if (m.content || !m.tool_calls) msg.append(el("pre", null, m.content));
+    for (const c of m.tool_calls || []) {
+      const call = el("pre", "tool-call", "→ " + (c.name || "?") + (c.id ? " [" + c.id + "]" : "") + "\n" + c.arguments);
+      msg.append(call);
+    }
+    return msg;
+  }
+
   function messagesBlock(title, messages) {
     const box = el("div", "messages");
     if (title) box.append(el("h3", null, title));
     if (!messages || messages.length === 0) box.append(el("p", "muted", "(no messages)"));
-    for (const m of messages || []) {
-      const msg = el("div", "msg");
-      msg.dataset.role = m.role;
-      msg.append(el("div", "role", m.role || "(no role)"), el("pre", null, m.content));
-      box.append(msg);
-    }
+    for (const m of messages || []) box.append(messageBox(m));
     return box;
   }
 

@@ -107,7 +107,8 @@ def test_calls_past_max_calls_are_refused():
         environment.close()
     replies = [m["content"] for m in t.turns if m["role"] == "tool"]
     assert replies[0] == "1" and "no more tool calls" in replies[1]
-    assert t.turns[0]["step_info"] == {"calls": 1, "tool_errors": 1, "timeouts": 0, "crashes": 0, "truncated": 0}
+    info = {"calls": 1, "tool_errors": 1, "timeouts": 0, "crashes": 0, "truncated": 0, "parse_errors": 0}
+    assert t.turns[0]["step_info"] == info  # the refused call is a tool error, not an unparsed one
 
 
 def test_the_protocol_reaches_the_policy_as_a_system_message(env):
@@ -120,3 +121,27 @@ def test_the_protocol_reaches_the_policy_as_a_system_message(env):
     run_episodes(env, [MATH], 1, 0, generate, EpisodeLimits())
     assert seen[0][0]["role"] == "system" and "<tool_call>" in seen[0][0]["content"]
     assert seen[0][1:] == MATH["messages"]
+
+
+def test_the_policy_sees_its_own_calls_as_it_wrote_them_in_the_text_protocol(env):
+    """A template without a tool format (the default model's) renders only `content`: the next turn's conversation
+    must hold the call the policy wrote, malformed ones too, or the policy answers a tool result it never asked for.
+    In the text protocol an assistant message's content is what the policy wrote; tool_calls are the parsed calls."""
+    seen = []
+    first = "Let me check. " + call("print(6 * 7)") + " <tool_call>{oops</tool_call>"
+
+    def generate(requests):
+        seen.extend(r.messages for r in requests)
+        return answers(first, "The answer is \\boxed{42}.")(requests)
+
+    (per_prompt,) = run_episodes(env, [MATH], 1, 0, generate, EpisodeLimits(max_turns=3))
+    earlier = [m for m in seen[-1] if m["role"] == "assistant"]
+    assert earlier[0]["content"] == first  # the valid call and the malformed one, verbatim
+    assert earlier[0]["tool_calls"][0]["function"]["arguments"] == {"code": "print(6 * 7)"}
+    assert per_prompt[0].turns[0]["content"] == first and per_prompt[0].reward == 1.0
+
+    native = PythonToolEnvironment(PythonToolConfig(system_prompt=False))  # a template with its own tool format
+    try:
+        assert native.parse(first, 0)["content"] == "Let me check."  # it renders the calls itself
+    finally:
+        native.close()

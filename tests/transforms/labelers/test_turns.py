@@ -41,6 +41,8 @@ FEEDBACK_NEVER = [
     user(),
     assistant("41", attempt=2, verdict="incorrect"),
 ]
+REFUSED = [assistant(None, ["print(1)", "print(2)"], calls=1, tool_errors=1, parse_errors=0), tool("1"),
+           tool("error: no more tool calls"), assistant("42", verdict="correct")]  # fmt: skip
 NO_VERIFIER = [assistant("a poem", calls=0, verdict=None)]
 
 
@@ -53,6 +55,8 @@ NO_VERIFIER = [assistant("a poem", calls=0, verdict=None)]
         (FEEDBACK_THIRD_TIME, [False, False, True], 0, {"turns": 1 / 3, "tool_use": None, "progress": 1 / 3}),
         (FEEDBACK_NEVER, [False, False], 0, {"turns": 0.0, "tool_use": None, "progress": 0.0}),
         (NO_VERIFIER, [True], -1, {"turns": 1.0, "tool_use": None, "progress": None}),
+        # two parsed calls, the second refused past max_calls: 2 attempts, not 3 (the refusal is no unparsed call)
+        (REFUSED, [False, True], 0, {"turns": 0.5, "tool_use": 0.5, "progress": 1.0}),
     ],
 )
 def test_signals_and_labels_per_environment_shape(turns, oks, first, scores):

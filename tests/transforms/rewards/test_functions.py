@@ -43,6 +43,14 @@ def call(reward, batch: dict) -> list:
     return reward(**{k: v for k, v in batch.items() if not k.startswith("_")})
 
 
+MULTI_TURN = [
+    {"role": "assistant", "content": "\\boxed{42}", "tool_calls": [{"type": "function", "function": {"name": "python",
+                                                                   "arguments": {"code": "print(6*7)"}}}]},
+    {"role": "tool", "name": "python", "content": "42"},
+    {"role": "assistant", "content": "\\boxed{41}"},
+]  # fmt: skip
+
+
 @pytest.mark.parametrize(
     "completion, text",
     [
@@ -51,10 +59,23 @@ def call(reward, batch: dict) -> list:
         ([{"role": "assistant", "content": [{"type": "text", "text": "a"}, {"type": "image"}]}], "a"),  # parts
         ([{"role": "tool", "content": "x"}, {"role": "assistant", "content": "y"}], "y"),  # only assistant turns
         ([], ""),  # nothing generated
+        # multi-turn, as TRL passes tool calling: the final answer, not every turn's text joined (an answer given
+        # early and taken back later must not be what a verifier reads)
+        (MULTI_TURN, "\\boxed{41}"),
+        ([*MULTI_TURN, {"role": "tool", "content": "late"}], ""),  # ends on a tool result: no final answer yet
+        ([said("a")[0], said("b")[0]], "ab"),  # one turn in two assistant parts: joined, as before
     ],
 )
 def test_completion_text(completion, text):
     assert completion_text(completion) == text
+
+
+def test_a_multi_turn_completion_is_scored_by_its_final_answer_and_turn_labelers_read_its_turns():
+    labeler = MathAnswerVerifier()
+    (values,) = labeler_inputs(labeler.reads, ["q"], [MULTI_TURN], None, {"reference": ["42"]})
+    assert labeler.label(*values).verdict == "incorrect"  # the 42 of turn 1 was taken back
+    (turns,) = labeler_inputs(("turns",), ["q"], [MULTI_TURN], None, {})
+    assert turns[0] == MULTI_TURN and labeler_inputs(("turns",), ["q"], ["text"], None, {}) == [(None,)]
 
 
 def test_prompt_messages_and_inputs_follow_the_rollouts_columns():

@@ -95,3 +95,34 @@ def test_missing_chromium_fails_saying_how_to_install(monkeypatch):
     monkeypatch.setattr(webdriver.shutil, "which", lambda name: None)
     with pytest.raises(pytest.fail.Exception, match=r"chromedriver and chromium not found: .*apt-get install -y"):
         webdriver.find_tools()
+
+
+def test_a_trajectory_shows_as_a_chat(browser, tmp_path, params_file):
+    """Multi-turn datasets (pair_v3, sft_v2) built by label and assemble from trajectories: each message in its role,
+    reasoning collapsed, tool calls and tool results with their tool and call id, the `turns` labeler's label on
+    each assistant turn."""
+    from tests.pipelines.test_assemble_turns import build_datasets, params_for, write_trajectories
+
+    params_file(params_for())
+    labels, out = build_datasets(tmp_path, write_trajectories(tmp_path))
+    page = tmp_path / "view.html"
+    page.write_text(view_page(out, labels=labels), encoding="utf-8")
+    browser.open(page)
+    browser.click("#config option[value='pairs']")
+    chosen = "#rows .side.chosen .msg"
+    roles = browser.script(f"return [...document.querySelectorAll('{chosen}')].map(e => e.dataset.role)")
+    assert roles == ["assistant", "user", "assistant"]
+    tags = browser.script(f"return [...document.querySelectorAll('{chosen} .turn-tag')].map(e => e.textContent)")
+    assert tags == ["bad turn · incorrect", "good turn · correct"]  # the first attempt was wrong, the second right
+    reasoning = browser.script(f"return [...document.querySelectorAll('{chosen} details')].map(d => [d.open, "
+                               "d.textContent])")  # fmt: skip
+    assert reasoning == [[False, "reasoning2 + 2 = 4"]]  # collapsed until clicked
+    browser.screenshot(tmp_path / "chat-pair.png")
+
+    browser.click("#config option[value='sft']")
+    browser.type("#search", "print(2+2)")
+    heads = browser.script("return [...document.querySelectorAll('#rows .msg .role')].map(e => e.textContent)")
+    assert heads[-3:] == ["assistantgood turn", "tool · python [call_0_0]", "assistantgood turn · correct"]
+    calls = browser.script("return [...document.querySelectorAll('#rows pre.tool-call')].map(e => e.textContent)")
+    assert calls == ['→ python [call_0_0]\n{"code": "print(2+2)"}']
+    browser.screenshot(tmp_path / "chat-sft.png")

@@ -17,6 +17,7 @@ from rewardmill.transforms.view.model import (
     pair_row,
     prm_row,
     text,
+    with_turn_labels,
 )
 from tests.transforms.validation.rows import _id, label_row, rl_row, sft_row
 from tests.transforms.validation.rows import pair_row as pair
@@ -84,6 +85,30 @@ def test_number(value, expected):
 )
 def test_messages(value, expected):
     assert messages(value) == expected
+
+
+CALL = {"id": "c0", "type": "function", "function": {"name": "python", "arguments": '{"code": "print(1)"}'}}
+
+
+def test_multi_turn_messages_keep_their_calls_results_reasoning_and_turn_labels():
+    shown = messages(
+        [
+            {"role": "assistant", "content": None, "reasoning": "think", "tool_calls": [CALL], "name": None},
+            {"role": "tool", "content": "1", "tool_call_id": "c0", "name": "python"},
+            {"role": "assistant", "content": "1", "tool_calls": [{"function": {"name": "x", "arguments": {"a": 1}}}]},
+        ]
+    )
+    call = {"id": "c0", "name": "python", "arguments": '{"code": "print(1)"}'}
+    assert shown[0] == {"role": "assistant", "content": "", "reasoning": "think", "tool_calls": [call]}
+    assert shown[1] == {"role": "tool", "content": "1", "tool_call_id": "c0", "name": "python"}
+    assert shown[2]["tool_calls"] == [{"id": None, "name": "x", "arguments": '{"a": 1}'}]  # a dict argument as JSON
+    clean = {"tool_errors": 0, "tool_failures": 0}
+    raw = json.dumps(
+        {"turns": [{"ok": True, "verdict": None, **clean}, {"ok": False, "verdict": "incorrect", **clean}]}
+    )
+    labeled = with_turn_labels(shown, [{"aspect": "progress", "raw": None}, {"aspect": "turns", "raw": raw}])
+    assert [m.get("turn", {}).get("ok") for m in labeled] == [True, None, False]  # assistant turns, in order
+    assert with_turn_labels(shown, [{"aspect": "turns", "raw": "not json"}]) == shown  # no usable label: as it was
 
 
 def test_pair_row_puts_each_rollouts_labels_on_its_side():
