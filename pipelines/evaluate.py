@@ -21,7 +21,7 @@ from typing import Any
 
 import polars as pl
 
-from rewardmill.schemas import PAIR_V2
+from rewardmill.schemas import PAIR_V2, PAIR_V3
 from rewardmill.schemas.common import schema_id
 from rewardmill.transforms.config import load_section, to_plain
 from rewardmill.transforms.evaluation.labeler_accuracy import labeler_accuracy, verified_sides
@@ -80,6 +80,11 @@ def read_pairs(datasets: str, name: str) -> tuple[list[dict[str, Any]], dict[str
     """The pair dataset's rows and manifest; a missing or non-pair folder fails naming what to do."""
     folder = Path(datasets) / name
     manifest = read_manifest(folder)
+    if manifest.get("schema") == schema_id(PAIR_V3):
+        raise SystemExit(
+            f"{STAGE}: {folder} holds multi-turn pairs (pair_v3, from an environment's trajectories); evaluate trains "
+            "its reward model on single-turn pairs only: set evaluate.enabled to false for this run"
+        )
     if manifest.get("schema") != PAIR_SCHEMA:
         raise SystemExit(
             f"{STAGE}: {folder} is not a pair dataset (schema {manifest.get('schema')}); "

@@ -27,7 +27,7 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
 from rewardmill.pipelines.audit import audit, for_metrics, precision_check
-from rewardmill.schemas import PAIR_V2, PRM_V1, REWARD_V1, RL_V1, SFT_V1
+from rewardmill.schemas import PRM_V1, REWARD_V1, current_ids
 from rewardmill.schemas.common import schema_id
 from rewardmill.transforms.config import cache_root, load_section, read_params
 from rewardmill.transforms.evaluation.gold_packs import PACKS_DIR, GoldPackError
@@ -45,7 +45,7 @@ from rewardmill.transforms.view.model import DEFAULT_MAX_ROWS
 from rewardmill.transforms.view.page import view_page
 
 STAGE = "validate"
-PAIR_SCHEMA = schema_id(PAIR_V2)
+PAIR_SCHEMAS = current_ids("pair")  # pair_v2, and pair_v3 from trajectories
 DATA_DOCS = "data_docs"  # the Data Docs site, under --reports
 LABEL_QA_JSON, LABEL_QA_HTML = "label_qa.json", "label_qa.html"  # where the labelers disagree (label_qa.py)
 VIEW_HTML = "view.html"  # the dataset viewer (validate.view)
@@ -90,9 +90,9 @@ class ValidateConfig:
         reject every rollout (assemble counts why, and metrics prm.<name>.rows shows it); so do empty rewards and
         split checks (their rows follow the rollouts and datasets, which have their own floors). Others: 1."""
         return {
-            PAIR_SCHEMA: self.min_pairs,
-            schema_id(RL_V1): self.min_rl_rows,
-            schema_id(SFT_V1): self.min_sft_rows,
+            **dict.fromkeys(PAIR_SCHEMAS, self.min_pairs),
+            **dict.fromkeys(current_ids("rl"), self.min_rl_rows),
+            **dict.fromkeys(current_ids("sft"), self.min_sft_rows),
             schema_id(PRM_V1): 0,
             schema_id(REWARD_V1): 0,
             SPLIT_CHECK: 0,
@@ -158,8 +158,8 @@ def targets(rollouts: str, datasets: str) -> list[Target]:
     names = [t.name for t in found]
     if len(set(names)) != len(names):
         raise SystemExit(f"{STAGE}: report names collide: {names} (a dataset named rollouts, rewards or splits?)")
-    if not any(t.schema == PAIR_SCHEMA for t in found):
-        raise SystemExit(f"{STAGE}: no {PAIR_SCHEMA} dataset under {datasets}; run the assemble stage first")
+    if not any(t.schema in PAIR_SCHEMAS for t in found):
+        raise SystemExit(f"{STAGE}: no pair dataset ({sorted(PAIR_SCHEMAS)}) under {datasets}; run assemble first")
     return found
 
 
@@ -188,7 +188,7 @@ def plot_inputs(datasets: str) -> tuple[list[dict[str, Any]], list[float]]:
     every pair dataset's margins."""
     rewards = Path(datasets) / REWARDS
     points = kept_rewards(rewards) if rewards.is_dir() else []
-    pairs = [d for d in subfolders(datasets) if read_manifest(d).get("schema") == PAIR_SCHEMA]
+    pairs = [d for d in subfolders(datasets) if read_manifest(d).get("schema") in PAIR_SCHEMAS]
     margins = [m for d in pairs for m in read_columns(d, ["margin"]).column("margin").to_pylist() if m is not None]
     return points, margins
 

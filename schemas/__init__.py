@@ -4,6 +4,7 @@ Writers always pass one of these explicitly: pyarrow and Beam otherwise infer ty
 silently drop unknown keys. Bump the version suffix when a column changes meaning or type.
 """
 
+from rewardmill.schemas.common import schema_id
 from rewardmill.schemas.label import LABEL_V1
 from rewardmill.schemas.pair import PAIR_V2, PAIR_V3
 from rewardmill.schemas.prompt import PROMPT_V1
@@ -38,6 +39,11 @@ CURRENT_VERSIONS = {
     "rl": (RL_V1, RL_V2),
 }
 
+
+def current_ids(name: str) -> frozenset[str]:
+    """The schema ids a reader of dataset `name` takes: every current version's (`pair` -> pair_v2, pair_v3)."""
+    return frozenset(schema_id(s) for s in CURRENT_VERSIONS.get(name, (SCHEMAS[name],)))
+
 __all__ = [
     "CURRENT_VERSIONS",
     "LABEL_V1",
@@ -55,4 +61,5 @@ __all__ = [
     "SFT_V1",
     "SFT_V2",
     "STEP_LABEL_V1",
+    "current_ids",
 ]

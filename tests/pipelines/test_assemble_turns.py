@@ -176,3 +176,30 @@ def test_trl_trains_a_step_on_the_multi_turn_pairs_and_sft_rows(tmp_path, params
         trainer = trainer_cls(model=model, processing_class=tokenizer, train_dataset=rows, args=args)
         loss = trainer.train().training_loss
         assert loss == loss, name  # a number, not NaN
+
+
+@pytest.mark.model  # label, assemble, validate and export stages; export reads the policy folder's fingerprint
+def test_validate_and_export_take_the_multi_turn_datasets(tmp_path, params_file, trajectories, policy_dir):
+    """The stages after assemble on a trajectory run: validate's suites (rollout_v3, pair_v3, sft_v2, rl_v2, prm with
+    turn rows), its audit of the trajectory labelers, its metrics and view; export's configs and card."""
+    from rewardmill.pipelines import export, validate
+    from rewardmill.schemas import PROMPT_V1
+
+    params = params_for()
+    params["validate"].update(audit_judges=False, min_sft_rows=1)
+    params_file(params)
+    labels, out = build_datasets(tmp_path, trajectories)
+    prompts = tmp_path / "data/prompts"
+    prompts.mkdir(parents=True)
+    write_manifest(prompts, stage="prompts", schema=PROMPT_V1, config={}, extra={})
+    root = tmp_path
+    validate.main(["--prompts", str(prompts), "--rollouts", str(trajectories), "--labels", str(labels),
+                   "--steps", str(root / "data/steps"), "--datasets", str(out), "--reports", str(root / "reports"),
+                   "--metrics", str(root / "metrics/validate.json"), "--plots", str(root / "plots")])  # fmt: skip
+    metrics = json.loads((root / "metrics/validate.json").read_text())
+    assert metrics["validation"] and all(v["success"] for v in metrics["validation"].values()), metrics["validation"]
+    assert {"pairs", "sft", "rl", "prm", "rollouts"} <= set(metrics["validation"])
+    assert "bad turn" in (root / "reports/view.html").read_text()  # the chat view's turn labels (the page's JS)
+    export.main(["--datasets", str(out), "--model", str(policy_dir), "--out", str(root / "export")])
+    card = (root / "export/README.md").read_text()
+    assert "Multi-turn preference pairs" in card and "tool calls" in card

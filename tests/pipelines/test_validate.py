@@ -147,7 +147,7 @@ def test_missing_pairs_fail_before_any_work(tmp_path, params_file):
     with pytest.raises(FileNotFoundError, match="pairs/_manifest.json"):
         main(stage_args(tmp_path))
     write_stage(data / "datasets" / "pairs", PAIRS, PAIR_V2.remove_metadata(), "assemble")  # unversioned schema
-    with pytest.raises(SystemExit, match="no pair_v2 dataset"):
+    with pytest.raises(SystemExit, match=r"no pair dataset \(\['pair_v2', 'pair_v3'\]\)"):
         main(stage_args(tmp_path))
     assert not [p for p in ("reports", "metrics", "plots") if (tmp_path / p).exists()]
 
@@ -168,8 +168,11 @@ def test_config_floors_and_dofns_pickle(tmp_path):
     # empty PRM, rewards and split check pass; rollouts (unlisted) need a row
     assert ValidateConfig(min_pairs=3).min_rows() == {
         "pair_v2": 3,
+        "pair_v3": 3,  # the multi-turn versions have the same floors
         "rl_v1": 1,
+        "rl_v2": 1,
         "sft_v1": 0,
+        "sft_v2": 0,
         "prm_v1": 0,
         "reward_v1": 0,
         "split_check_v1": 0,

@@ -26,12 +26,13 @@ def test_constant_name_matches_metadata(constant):
 
 
 def test_registry_lists_every_exported_schema():
-    constants = [c for c in schemas.__all__ if c not in ("SCHEMAS", "CURRENT_VERSIONS")]
+    constants = [c for c in schemas.__all__ if c not in ("SCHEMAS", "CURRENT_VERSIONS", "current_ids")]
     exported = {getattr(schemas, c).metadata[b"rewardmill.schema"] for c in constants}
     versions = [*SCHEMAS.values(), *(s for both in CURRENT_VERSIONS.values() for s in both)]
     assert exported == {s.metadata[b"rewardmill.schema"] for s in versions}
     assert all(SCHEMAS[name] in both for name, both in CURRENT_VERSIONS.items())
     assert len({schema_id(s) for s in SCHEMAS.values()}) == len(SCHEMAS)
+    assert schemas.current_ids("pair") == {"pair_v2", "pair_v3"} and schemas.current_ids("prm") == {"prm_v1"}
 
 
 @pytest.mark.parametrize("name", sorted(SCHEMAS))

@@ -51,7 +51,12 @@ def schema_expectations(schema: pa.Schema, helper_columns: Iterable[str] = ()) -
     for field in schema:
         if not field.nullable:
             expectations.append(e.ExpectColumnValuesToNotBeNull(column=field.name))
-        expectations.append(e.ExpectColumnValuesToBeOfType(column=field.name, type_=pandas_type(field.type)))
+        if field.nullable and pa.types.is_integer(field.type):
+            # a nullable integer column with nulls converts to pandas float64 (NaN for null): either type is it
+            types = [pandas_type(field.type), "float64"]
+            expectations.append(e.ExpectColumnValuesToBeInTypeList(column=field.name, type_list=types))
+        else:
+            expectations.append(e.ExpectColumnValuesToBeOfType(column=field.name, type_=pandas_type(field.type)))
     for column in helper_columns:
         # Helpers are never null (False when an input is missing), and must all be True.
         expectations.append(e.ExpectColumnValuesToBeInSet(column=column, value_set=[True]))

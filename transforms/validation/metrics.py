@@ -34,8 +34,7 @@ from typing import Any
 
 import pyarrow.compute as pc
 
-from rewardmill.schemas import PAIR_V2, PRM_V1, RL_V1, SFT_V1
-from rewardmill.schemas.common import schema_id
+from rewardmill.schemas import current_ids
 from rewardmill.transforms.stage.outputs import read_manifest
 from rewardmill.transforms.steps.stats import step_stats
 from rewardmill.transforms.validation.dataset_metrics import (
@@ -51,12 +50,13 @@ from rewardmill.transforms.validation.stats import rounded, share, value_counts
 
 __all__ = ["compute_metrics", "read_columns", "rounded", "share", "subfolders", "value_counts"]
 
-# kind of dataset -> (metrics key, schema, metrics of one folder); pair datasets keep their historic key "datasets"
+# kind of dataset -> (metrics key, dataset name: its every current schema version counts, metrics of one folder);
+# pair datasets keep their historic key "datasets"
 DATASET_METRICS = (
-    ("datasets", PAIR_V2, pair_metrics),
-    ("rl", RL_V1, rl_metrics),
-    ("sft", SFT_V1, sft_metrics),
-    ("prm", PRM_V1, prm_metrics),
+    ("datasets", "pair", pair_metrics),
+    ("rl", "rl", rl_metrics),
+    ("sft", "sft", sft_metrics),
+    ("prm", "prm", prm_metrics),
 )
 PASS_LABELER = "math_answer"  # the rule verifier whose "correct" share is the policy's pass rate
 
@@ -84,8 +84,8 @@ def compute_metrics(
     rollout_stats = {**rollout_metrics(rollouts), "pass_rate": passing["share_correct"] if passing else None}
     schemas = {d: read_manifest(d).get("schema") for d in dataset_dirs}
     kinds = {
-        key: {d.name: measure(d) for d in dataset_dirs if schemas[d] == schema_id(schema)}
-        for key, schema, measure in DATASET_METRICS
+        key: {d.name: measure(d) for d in dataset_dirs if schemas[d] in current_ids(name)}
+        for key, name, measure in DATASET_METRICS
     }
     return {
         "stages": stages,
