@@ -37,7 +37,7 @@ from rewardmill.schemas import LABEL_V1, REJECT_V1, ROLLOUT_V2, ROLLOUT_V3
 from rewardmill.transforms.aggregate.beam import COUNTS, AssembleBucket, BucketInputs, bucket_inputs, sum_counts
 from rewardmill.transforms.aggregate.bucket import ROLLOUT_COLUMNS, CoreConfig
 from rewardmill.transforms.aggregate.measured_weights import WeightUsed, resolve_weights, weight_record
-from rewardmill.transforms.aggregate.prm import AssemblePrm, trajectory_count
+from rewardmill.transforms.aggregate.prm import AssemblePrm
 from rewardmill.transforms.aggregate.prompt_flags import FiltersConfig
 from rewardmill.transforms.aggregate.reward import LABEL_COLUMNS, MEASURED, AggregateConfig
 from rewardmill.transforms.aggregate.rl import RlConfig
@@ -55,7 +55,14 @@ from rewardmill.transforms.judges import probes
 from rewardmill.transforms.pairing.balance import balance_pairs_output
 from rewardmill.transforms.pairing.strategies import PairsConfig
 from rewardmill.transforms.stage.conservation import ConservationError
-from rewardmill.transforms.stage.outputs import MANIFEST, REJECTS_DIR, atomic_output, read_manifest, write_json_atomic
+from rewardmill.transforms.stage.outputs import (
+    MANIFEST,
+    REJECTS_DIR,
+    atomic_output,
+    read_manifest,
+    trajectory_count,
+    write_json_atomic,
+)
 from rewardmill.transforms.stage.runner import StageTimer, absolute_args, load_beam_config, run_pipeline, setup_logging
 from rewardmill.transforms.steps.turn_prm import LABELER as TURNS_LABELER
 

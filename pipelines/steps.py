@@ -26,7 +26,7 @@ from rewardmill.transforms.planning.steps_plan import plan_steps_stage
 from rewardmill.transforms.sampling.policy import FINGERPRINT_FILE
 from rewardmill.transforms.stage.budget import StageBudget
 from rewardmill.transforms.stage.conservation import labeled_or_rejected, reconcile
-from rewardmill.transforms.stage.outputs import read_manifest, reject, write_rejects
+from rewardmill.transforms.stage.outputs import read_manifest, reject, trajectory_count, write_rejects
 from rewardmill.transforms.stage.runner import (
     absolute,
     absolute_args,
@@ -53,12 +53,27 @@ def build(
     last_id: str,
     selected: int,
     over_budget: frozenset[str] = frozenset(),
+    trajectories: bool = False,
 ):
     config = resolve(name, params)
     n_chunks = max(1, math.ceil(selected / params.chunk_size))
     total = selected  # rollouts chosen: the progress line's total (`selected` becomes their PCollection below)
     rollouts = p | "Read rollouts" >> ReadStageOutput(rollouts_dir, ROLLOUT_V2)
     selected = rollouts | "Select" >> beam.Filter(Chosen(params, last_id))
+    if trajectories:  # every selected rollout is an episode: a reject each, no step labels (see TRAJECTORY)
+        rejects = selected | "Trajectories" >> beam.Map(
+            lambda row: reject(f"steps@{name}", row["rollout_id"], *TRAJECTORY)
+        )
+        _ = (
+            rejects
+            | "No step labels" >> beam.Filter(lambda _: False)
+            | "Write step labels"
+            >> WriteSortedParquet(
+                out_dir, STEP_LABEL_V1, sort_key=lambda r: r["rollout_id"], num_shards=params.num_shards
+            )
+        )
+        write_rejects(rejects, out_dir)
+        return
     budget_rejects = None
     if over_budget:
         selected, skipped = selected | "Budget" >> beam.Partition(
@@ -91,6 +106,15 @@ def build(
     write_rejects(rejects, out_dir)
 
 
+# A multi-turn episode's steps are its assistant turns, which assemble labels from the environment's records
+# (assemble.prm_turns); Monte Carlo continuations or a step judge of the final answer alone would ignore the turns
+# before it.
+TRAJECTORY = (
+    "trajectory",
+    "a multi-turn episode: its steps are its turns, and assemble writes its turn-level PRM row (assemble.prm_turns)",
+)
+
+
 def budget_reject(row: dict, stage: str, why: str) -> dict:
     return reject(stage, row["rollout_id"], BUDGET_REASON, f"{why}; a rerun with a larger budget labels it")
 
@@ -104,10 +128,13 @@ def admission(name: str, params: StepsParams, rollouts_dir: str, model_dir: str,
     return StageBudget.admit(f"steps.{name}.budget", plan, params.budget)
 
 
-def check_conservation(stage: str, out_dir: str, selected: int) -> None:
-    """Every selected rollout has step labels or a reject."""
+def check_conservation(stage: str, out_dir: str, selected: int, trajectories: bool = False) -> None:
+    """Every selected rollout has step labels or a reject; with trajectories, rejects alone are the expected result
+    (TRAJECTORY), not a runner that lost the rows."""
     labeled, rejected = labeled_or_rejected(out_dir)
-    reconcile(stage, inputs=selected, outputs=labeled, rejects=rejected, unit="selected rollouts")
+    reconcile(
+        stage, inputs=selected, outputs=labeled, rejects=rejected, unit="selected rollouts", allow_empty=trajectories
+    )
 
 
 def metrics_record(done: Finished, manifest: dict, chosen: dict) -> dict:
@@ -136,12 +163,23 @@ def main(argv: list[str] | None = None) -> None:
     last_id, chosen = selection(args.rollouts, params)
     budget = admission(args.name, params, args.rollouts, args.model, args.cache)
     over = budget.over if budget else frozenset()
+    episodes = trajectory_count(args.rollouts) > 0  # an environment's episodes: rejected, their turns are the steps
     run_stage(
         stage,
         out,
         beam_cfg,
         lambda p, tmp: build(
-            p, args.name, params, args.rollouts, model_dir, tmp, args.cache, last_id, chosen["selected"], over
+            p,
+            args.name,
+            params,
+            args.rollouts,
+            model_dir,
+            tmp,
+            args.cache,
+            last_id,
+            chosen["selected"],
+            over,
+            episodes,
         ),
         ManifestSpec(
             STEP_LABEL_V1,
@@ -149,7 +187,7 @@ def main(argv: list[str] | None = None) -> None:
             {"rollouts": args.rollouts, "model": str(Path(model_dir) / FINGERPRINT_FILE)},
             extra={"selection": chosen},
         ),
-        check=lambda tmp, result: check_conservation(stage, tmp, chosen["selected"]),
+        check=lambda tmp, result: check_conservation(stage, tmp, chosen["selected"], episodes),
         metrics=args.metrics,
         metrics_record=lambda done, manifest: metrics_record(done, manifest, chosen),
         budget=budget,

@@ -203,3 +203,22 @@ def test_validate_and_export_take_the_multi_turn_datasets(tmp_path, params_file,
     export.main(["--datasets", str(out), "--model", str(policy_dir), "--out", str(root / "export")])
     card = (root / "export/README.md").read_text()
     assert "Multi-turn preference pairs" in card and "tool calls" in card
+
+
+@pytest.mark.model  # reads the policy folder's fingerprint (the continuation model), generates nothing
+def test_a_steps_stage_rejects_trajectories_saying_where_their_steps_are(
+    tmp_path, params_file, trajectories, policy_dir
+):
+    """Monte Carlo continuations of an episode's final answer alone would ignore the turns before it: each selected
+    trajectory is a counted reject that names the turn-level rows, and the stage (and so `dvc repro`) goes on."""
+    from rewardmill.pipelines import steps
+
+    params = tiny_params()
+    params_file(params)
+    out = tmp_path / "steps/mc"
+    steps.main(["mc", "--rollouts", str(trajectories), "--model", str(policy_dir), "--out", str(out)])
+    selected = json.loads((out / "_manifest.json").read_text())["selection"]["selected"]
+    assert selected > 0 and read_rows(str(out)) == []
+    rejects = read_rows(str(out / "_rejects"))
+    assert {r["reason"] for r in rejects} == {"trajectory"} and len(rejects) == selected
+    assert "assemble.prm_turns" in rejects[0]["detail"]

@@ -16,7 +16,7 @@ import pyarrow.compute as pc
 from rewardmill.schemas import PRM_V1, STEP_LABEL_V1
 from rewardmill.transforms.aggregate.bucket import STAGE
 from rewardmill.transforms.io.parquet import ReadStageOutput, WriteSortedParquet
-from rewardmill.transforms.stage.outputs import read_manifest, reject, write_rejects
+from rewardmill.transforms.stage.outputs import reject, write_rejects
 from rewardmill.transforms.steps.prm_rows import build_prm_row
 from rewardmill.transforms.steps.turn_prm import LABELER as TURNS_LABELER
 from rewardmill.transforms.steps.turn_prm import build_turn_prm_row
@@ -78,16 +78,6 @@ class MakeTurnPrmRows(beam.DoFn):
 def trajectories(table: pa.Table) -> Iterable[dict]:
     """The rows of `table` an environment ran (`environment` not null): single-turn rows have no turns to label."""
     yield from table.filter(pc.is_valid(table.column("environment"))).to_pylist()
-
-
-def trajectory_count(rollouts_dir: str) -> int:
-    """How many trajectories the rollouts hold, from their manifest's `episodes` (0: no environment ran, or a folder
-    written outside the rollouts stage)."""
-    try:
-        episodes = read_manifest(rollouts_dir).get("episodes") or {}
-    except FileNotFoundError:
-        return 0
-    return int(episodes.get("trajectories") or 0)
 
 
 def rows_with_step_labels(table: pa.Table, labeled: list[str]) -> Iterable[tuple[str, dict]]:

@@ -147,3 +147,13 @@ def read_manifest(directory: str | Path) -> dict[str, Any]:
     if not storage.exists(path):
         raise FileNotFoundError(f"{path}: missing; the upstream stage did not finish (run `dvc repro`)")
     return json.loads(storage.read_text(path))
+
+
+def trajectory_count(rollouts_dir: str) -> int:
+    """How many trajectories the rollouts hold, from their manifest's `episodes` (0: no environment ran, or a folder
+    written outside the rollouts stage)."""
+    try:
+        episodes = read_manifest(rollouts_dir).get("episodes") or {}
+    except FileNotFoundError:
+        return 0
+    return int(episodes.get("trajectories") or 0)
