@@ -114,6 +114,33 @@ def timed(run) -> tuple[int, float, float | None]:
     return tokens, took, None if busy is None or after is None else max(0.0, after - busy - own)
 
 
+def bench_inputs(work: Path, model: str | None, count: int) -> tuple[str, list[dict], Path]:
+    """(model folder, prompt rows, prompts folder) under `work`: `model`, or the builtin default materialized; the
+    arithmetic prompts written as the prompts stage writes them."""
+    model_dir = model
+    if model_dir is None:
+        model_dir = str(work / "policy")
+        materialize("builtin:smollm2-135m-instruct", model_dir, "SmolLM2-135M-Instruct")
+    prompts = prompt_rows(count)
+    prompts_dir = work / "prompts"
+    prompts_dir.mkdir()
+    write_table(rows_to_table(prompts, PROMPT_V1), str(prompts_dir / "part-00000-of-00001.parquet"))
+    return model_dir, prompts, prompts_dir
+
+
+def alternate(sides: list[tuple[str, object]], repeats: int) -> dict[str, list[float]]:
+    """Each side's run, alternating, `repeats` times: side name -> tok/s per run; every run printed with its noise."""
+    rates: dict[str, list[float]] = {name: [] for name, _ in sides}
+    for r in range(repeats):
+        for side, run in sides:
+            tokens, took, others = timed(run)
+            rates[side].append(tokens / took)
+            noise = "" if others is None else f" (other processes: {others:.0f} CPU-s)"
+            print(f"repeat {r}: {side}: {tokens} tokens in {took:.1f}s = {tokens / took:.1f} tok/s{noise}")
+            sys.stdout.flush()
+    return rates
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", help="an HF folder; default: materialize the built-in default model")
@@ -126,14 +153,7 @@ def main() -> None:
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="rewardmill-bench-"))
     try:
-        model_dir = args.model
-        if model_dir is None:
-            model_dir = str(work / "policy")
-            materialize("builtin:smollm2-135m-instruct", model_dir, "SmolLM2-135M-Instruct")
-        prompts = prompt_rows(args.prompts)
-        prompts_dir = work / "prompts"
-        prompts_dir.mkdir()
-        write_table(rows_to_table(prompts, PROMPT_V1), str(prompts_dir / "part-00000-of-00001.parquet"))
+        model_dir, prompts, prompts_dir = bench_inputs(work, args.model, args.prompts)
         cfg = RolloutsConfig(
             n=args.n,
             temperature=0.8,
@@ -145,17 +165,11 @@ def main() -> None:
         )
         warm_up(model_dir)
         print(f"torch threads: {torch.get_num_threads()}")
-        rates = {"raw generate loop": [], "rollouts pipeline": []}
-        for r in range(args.repeats):
-            for side, run in [
-                ("raw generate loop", lambda: raw_loop(model_dir, prompts, cfg)),
-                ("rollouts pipeline", lambda: pipeline(model_dir, prompts_dir, cfg, len(prompts), work)),
-            ]:
-                tokens, took, others = timed(run)
-                rates[side].append(tokens / took)
-                noise = "" if others is None else f" (other processes: {others:.0f} CPU-s)"
-                print(f"repeat {r}: {side}: {tokens} tokens in {took:.1f}s = {tokens / took:.1f} tok/s{noise}")
-                sys.stdout.flush()
+        sides = [
+            ("raw generate loop", lambda: raw_loop(model_dir, prompts, cfg)),
+            ("rollouts pipeline", lambda: pipeline(model_dir, prompts_dir, cfg, len(prompts), work)),
+        ]
+        rates = alternate(sides, args.repeats)
         raw, pipe = statistics.median(rates["raw generate loop"]), statistics.median(rates["rollouts pipeline"])
         print(
             f"median of {args.repeats}: pipeline {pipe:.1f} tok/s, raw {raw:.1f} tok/s "
