@@ -44,6 +44,7 @@ def current_ids(name: str) -> frozenset[str]:
     """The schema ids a reader of dataset `name` takes: every current version's (`pair` -> pair_v2, pair_v3)."""
     return frozenset(schema_id(s) for s in CURRENT_VERSIONS.get(name, (SCHEMAS[name],)))
 
+
 __all__ = [
     "CURRENT_VERSIONS",
     "LABEL_V1",
