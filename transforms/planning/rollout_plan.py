@@ -1,5 +1,10 @@
 """The plan of the rollouts stage: per policy, the prompts its rollout cache answers and the samples it would
-generate for the others (n requests of up to max_new_tokens each; an endpoint gets one request per sample)."""
+generate for the others (n requests of up to max_new_tokens each; an endpoint gets one request per sample).
+
+Episodes (rollouts.environment) are planned at their limit: each sample is up to `max_turns` requests (and output
+tokens up to `max_tokens` over all its turns, when set), and turn t's input is the prompt plus the t assistant
+turns before it at max_new_tokens each. The environment's own replies (tool output, feedback) are not counted: the
+plan says so, and marks its requests as an upper bound."""
 
 from pathlib import Path
 
@@ -26,12 +31,30 @@ def plan_rollouts(cfg, prompts: list[dict], members, cache_dir: str | None, pric
                 plan.rows_cached += 1
                 plan.cached += sampling.n
                 continue
-            tokens_in = tokens.chat(model, prompt["messages"]) * sampling.n
-            spend = priced(price, model, sampling.n, tokens_in, sampling.n * sampling.max_new_tokens)
-            plan.charge(prompt["prompt_id"], spend)
+            requests, tokens_in, tokens_out = sample_spend(cfg, sampling, tokens.chat(model, prompt["messages"]))
+            plan.charge(prompt["prompt_id"], priced(price, model, requests, tokens_in, tokens_out))
+    if cfg.environment is not None:
+        plan.bound = True
+        plan.notes.append(
+            f"episodes planned at their limit, {cfg.environment.max_turns} turns per sample; the environment's "
+            "replies (tool output, feedback) are not in the input tokens"
+        )
     if tokens.estimated:
         plan.notes.append(f"input tokens of {sorted(tokens.estimated)} estimated with the policy's tokenizer")
     return plan
+
+
+def sample_spend(cfg, sp, prompt_tokens: int) -> tuple[int, int, int]:
+    """(requests, input tokens, output tokens) of one prompt's n samples (`sp`: cfg.sampling()): one request each,
+    or an episode's turns at their limit (the module docstring says how)."""
+    if cfg.environment is None:
+        return sp.n, prompt_tokens * sp.n, sp.n * sp.max_new_tokens
+    turns = cfg.environment.max_turns
+    per_sample_out = turns * sp.max_new_tokens
+    if cfg.environment.max_tokens is not None:
+        per_sample_out = min(per_sample_out, cfg.environment.max_tokens)
+    per_sample_in = sum(prompt_tokens + t * sp.max_new_tokens for t in range(turns))
+    return sp.n * turns, sp.n * per_sample_in, sp.n * per_sample_out
 
 
 def plan_rollouts_stage(paths: Paths, prices: Prices, cfg) -> StagePlan:
