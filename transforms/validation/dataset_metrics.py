@@ -7,7 +7,8 @@ rl (RL_V1)          rows, splits, difficulty (counts), mean_pass_rate (over prom
 sft (SFT_V1)        rows, splits, mean_reward, mean_n_tokens, share_correct
 prm (PRM_V1)        rows, methods (counts), splits, mean_steps, share_with_error
 rewards (REWARD_V1) rows, status (counts), kept, mean_reward, mean_confidence, mean_agreement (kept rollouts),
-                    length_correlation {n, pearson, spearman}: reward against n_tokens over the kept rollouts
+                    length_correlation {n, pearson, spearman}: reward against n_tokens over the kept rollouts;
+                    reasoning_length_correlation, the same against reasoning_tokens (only where rollouts count them)
                     with a reward (null below 3 of them or when either side is constant)
 """
 
@@ -17,7 +18,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from rewardmill.transforms.validation.folders import read_columns
+from rewardmill.transforms.validation.folders import column_names, read_columns
 from rewardmill.transforms.validation.stats import mean, pearson, rounded, share, spearman, value_counts
 
 KEPT = "kept"  # REWARD_V1 status of a rollout the outputs may use
@@ -110,6 +111,22 @@ def reward_metrics(directory: str | Path) -> dict[str, Any]:
             "spearman": spearman(lengths, rewards),
         },
     }
+
+
+def reasoning_length_correlation(rewards_dir: str | Path, rollouts_dir: str | Path) -> dict[str, Any] | None:
+    """Reward against reasoning tokens over the kept rollouts that counted theirs (rollouts.reasoning: ROLLOUT_V3's
+    `reasoning_tokens`): {n, pearson, spearman}, the length bias of the thinking apart from the answer's. None when
+    no rollout counted reasoning tokens (single-turn v2 rollouts, or reasoning off)."""
+    if "reasoning_tokens" not in column_names(rollouts_dir):
+        return None
+    counted = read_columns(rollouts_dir, ["rollout_id", "reasoning_tokens"]).to_pylist()
+    tokens = {r["rollout_id"]: r["reasoning_tokens"] for r in counted if r["reasoning_tokens"] is not None}
+    kept = [p for p in kept_rewards(rewards_dir) if p["rollout_id"] in tokens]
+    points = [(float(tokens[p["rollout_id"]]), p["reward"]) for p in kept]
+    if not points:
+        return None
+    lengths, rewards = [x for x, _ in points], [y for _, y in points]
+    return {"n": len(points), "pearson": pearson(lengths, rewards), "spearman": spearman(lengths, rewards)}
 
 
 def _by_id(row: dict[str, Any]) -> str:

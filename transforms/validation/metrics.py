@@ -40,6 +40,7 @@ from rewardmill.transforms.steps.stats import step_stats
 from rewardmill.transforms.validation.dataset_metrics import (
     pair_metrics,
     prm_metrics,
+    reasoning_length_correlation,
     reward_metrics,
     rl_metrics,
     sft_metrics,
@@ -93,7 +94,7 @@ def compute_metrics(
         "labels": per_labeler,
         "label_agreement": label_agreement(label_dirs),
         **kinds,
-        "rewards": reward_metrics(rewards) if rewards.is_dir() else {},
+        "rewards": reward_metrics(rewards) | reasoning_bias(rewards, rollouts) if rewards.is_dir() else {},
         "split_leakage": {"prompts": len(leaked_prompts(split_table(datasets)))},
         "steps": {d.name: step_stats(d) for d in step_dirs},
         "step_agreement": step_agreement(step_dirs),
@@ -104,6 +105,13 @@ def stage_counts(directory: str | Path) -> dict[str, Any]:
     manifest = read_manifest(directory)
     rejects = dict(sorted(manifest.get("rejects", {}).items()))
     return {"rows": manifest["rows"], "rejects": rejects, "rejected": sum(rejects.values())}
+
+
+def reasoning_bias(rewards: Path, rollouts: str | Path) -> dict[str, Any]:
+    """{reasoning_length_correlation} where the rollouts counted reasoning tokens, else {} (the metrics of runs
+    without reasoning stay as they were)."""
+    found = reasoning_length_correlation(rewards, rollouts)
+    return {} if found is None else {"reasoning_length_correlation": found}
 
 
 def rollout_metrics(directory: str | Path) -> dict[str, Any]:
