@@ -70,9 +70,14 @@ class Trajectory:
 
     @property
     def completion(self) -> str:
-        """The final answer: the last assistant message's content ('' before any)."""
+        """The final answer: the last assistant message's content, when that turn answered. A last turn that called
+        a tool, or tried to, in an episode a limit cut there (not `done`: the environment did not take it as the
+        answer) never answered: '' (as before any turn), so no labeler reads an answer out of a call's code."""
         turns = self.assistant_turns
-        return (turns[-1]["content"] or "") if turns else ""
+        if not turns:
+            return ""
+        called = turns[-1].get("tool_calls") or turns[-1].get("tool_errors")
+        return "" if called and self.stop_reason != "done" else (turns[-1]["content"] or "")
 
     @property
     def n_tokens(self) -> int:

@@ -145,3 +145,17 @@ def test_the_policy_sees_its_own_calls_as_it_wrote_them_in_the_text_protocol(env
         assert native.parse(first, 0)["content"] == "Let me check."  # it renders the calls itself
     finally:
         native.close()
+
+
+def test_an_episode_cut_at_a_tool_call_has_no_final_answer(env):
+    """The text protocol keeps a turn's calls in its content. An episode stopped by max_turns while calling a tool
+    never answered: its `completion` (what every labeler reads) is empty, so an answer written inside the call's code
+    (`print('\\boxed{42}')`) earns nothing."""
+    gaming = call("print('\\\\boxed{42}')")
+    (per_prompt,) = run_episodes(env, [MATH], 1, 0, answers(gaming), EpisodeLimits(max_turns=2))
+    t = per_prompt[0]
+    assert t.stop_reason == "max_turns" and "\\boxed{42}" in t.turns[-2]["content"]  # the call, as written
+    assert t.completion == "" and t.reward is None
+    malformed = "\\boxed{42} <tool_call>{oops"  # a turn whose call did not parse is no answer either
+    (per_prompt,) = run_episodes(env, [MATH], 1, 0, answers(malformed), EpisodeLimits(max_turns=1))
+    assert per_prompt[0].completion == ""
