@@ -22,6 +22,7 @@ import re
 from collections.abc import Iterable
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 # Marker shapes of the common chat templates, whatever the tokenizer: ChatML / Llama 3 / Phi (`<|...|>`), DeepSeek's
 # full-width bars (`<｜...｜>`), Llama 2 / Mistral (`[INST]`, `<<SYS>>`, `<s>`, `</s>`), and, broadly, the two shapes
@@ -91,6 +92,23 @@ def neutralize_specials(text: str, specials: Iterable[str]) -> str:
     return text
 
 
+def neutral_message(message: dict[str, Any], specials: Iterable[str]) -> dict[str, Any]:
+    """A chat message with `specials` broken in every string it holds: content, tool calls' names, arguments (keys
+    and values alike: an argument's name is the policy's text too); its own keys and role as they are."""
+    specials = tuple(specials)
+
+    def clean(value):
+        if isinstance(value, str):
+            return neutralize_specials(value, specials)
+        if isinstance(value, dict):
+            return {clean(k): clean(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [clean(v) for v in value]
+        return value
+
+    return {k: (v if k == "role" else clean(v)) for k, v in message.items()}
+
+
 @lru_cache(maxsize=16)
 def _exact_pattern(specials: tuple[str, ...]) -> re.Pattern:
     return re.compile("|".join(re.escape(s) for s in specials))
@@ -106,7 +124,6 @@ def tokenizer_specials(tokenizer) -> tuple[str, ...]:
     return tuple(sorted(s for s in found if s and s.strip()))
 
 
-@lru_cache(maxsize=8)
 def has_local_tokenizer(model: str | None) -> bool:
     """Whether `model` names a local folder with a tokenizer: an endpoint serving it (vLLM/TGI serving
     `models/policy`) tokenizes with exactly that tokenizer, so its own specials (`<file_sep>`, ...) are known here."""
@@ -116,6 +133,7 @@ def has_local_tokenizer(model: str | None) -> bool:
     return folder.is_dir() and any((folder / f).is_file() for f in ("tokenizer.json", "tokenizer_config.json"))
 
 
+@lru_cache(maxsize=8)
 def local_specials(model: str) -> tuple[str, ...]:
     """The special strings of a local model folder's tokenizer (loaded once per process; the tokenizer only)."""
     from transformers import AutoTokenizer

@@ -17,7 +17,7 @@ import logging
 from typing import Any
 
 from rewardmill.transforms.judges.client import JudgeRequest, Sampling
-from rewardmill.transforms.judges.untrusted import has_local_tokenizer, local_specials, neutralize_specials
+from rewardmill.transforms.judges.untrusted import has_local_tokenizer, local_specials, neutral_message
 from rewardmill.transforms.sampling.cache import RolloutCache
 from rewardmill.transforms.sampling.endpoint import EndpointPolicy
 from rewardmill.transforms.sampling.handler import PolicyHandler
@@ -49,20 +49,15 @@ def check_reachable(policy: EndpointPolicy, timeout: float = 10.0) -> None:
 def sample_requests(messages: list[dict], prompt_id: str, sp: SamplingParams) -> list[JudgeRequest]:
     """One n=1 request per sample, seeded by (seed, prompt_id, index) (pure)."""
     conversation = tuple({"role": m["role"], "content": m["content"]} for m in messages)
-    return [
-        JudgeRequest(
-            conversation,
-            Sampling(
-                temperature=sp.temperature,
-                top_p=sp.top_p,
-                max_tokens=sp.max_new_tokens,
-                n=1,
-                seed=sample_seed(sp.seed, prompt_id, j),
-                top_logprobs=1,  # the chosen tokens' logprobs -> logprob_sum (servers that ignore it send none)
-            ),
-        )
-        for j in range(sp.n)
-    ]
+    return [JudgeRequest(conversation, one_sample(sp, sample_seed(sp.seed, prompt_id, j))) for j in range(sp.n)]
+
+
+def one_sample(sp: SamplingParams, seed: int) -> Sampling:
+    """One seeded sample of the policy's sampling settings, with the chosen tokens' logprobs (-> logprob_sum;
+    servers that ignore the ask send none)."""
+    return Sampling(
+        temperature=sp.temperature, top_p=sp.top_p, max_tokens=sp.max_new_tokens, n=1, seed=seed, top_logprobs=1
+    )
 
 
 class OpenAIPolicyHandler(PolicyHandler):
@@ -124,12 +119,9 @@ class OpenAIPolicyHandler(PolicyHandler):
                 "(without it, rollouts hold the answer alone)",
                 self.endpoint.base_url,
             )
-        tags = self.reasoning
-        text = (
-            completion.text.strip()
-            if tags is None
-            else served_text(completion.text, completion.reasoning, finish, tags)
-        )
+        text = completion.text.strip()
+        if self.reasoning is not None:
+            text = served_text(completion.text, completion.reasoning, finish, self.reasoning)
         return Sample(
             index=index,
             seed=seed,
@@ -149,14 +141,7 @@ class OpenAIPolicyHandler(PolicyHandler):
         sent = [
             JudgeRequest(
                 tuple(api_message(m, specials if i >= r.turns_from else ()) for i, m in enumerate(r.messages)),
-                Sampling(
-                    temperature=sp.temperature,
-                    top_p=sp.top_p,
-                    max_tokens=sp.max_new_tokens,
-                    n=1,
-                    seed=r.seed,
-                    top_logprobs=1,
-                ),  # fmt: skip
+                one_sample(sp, r.seed),
             )
             for r in requests
         ]
@@ -173,9 +158,9 @@ class OpenAIPolicyHandler(PolicyHandler):
 def api_message(message: dict[str, Any], specials: tuple[str, ...]) -> dict[str, Any]:
     """A conversation message as the chat API takes it: role and content (never null: "" for a turn of tool calls
     only), tool calls with their arguments as a JSON string, a tool result's id and name; `specials` broken in every
-    string it holds."""
-    clean = (lambda text: neutralize_specials(text, specials)) if specials else (lambda text: text)
-    out: dict[str, Any] = {"role": message["role"], "content": clean(message.get("content") or "")}
+    string it holds (untrusted.neutral_message, as the local backends do)."""
+    message = neutral_message(message, specials) if specials else message
+    out: dict[str, Any] = {"role": message["role"], "content": message.get("content") or ""}
     calls = message.get("tool_calls")
     if calls:
         out["tool_calls"] = [
@@ -183,8 +168,8 @@ def api_message(message: dict[str, Any], specials: tuple[str, ...]) -> dict[str,
                 "id": call.get("id"),
                 "type": "function",
                 "function": {
-                    "name": clean(str(call["function"].get("name"))),
-                    "arguments": clean(_arguments(call["function"].get("arguments"))),
+                    "name": str(call["function"].get("name")),
+                    "arguments": _arguments(call["function"].get("arguments")),
                 },
             }
             for call in calls

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from rewardmill.transforms.judges.untrusted import neutralize_specials, tokenizer_specials
+from rewardmill.transforms.judges.untrusted import neutral_message, tokenizer_specials
 from rewardmill.transforms.sampling.params import Sample, SamplingParams, sample_seed
 from rewardmill.transforms.sampling.seeded import SeededSampler
 
@@ -99,21 +99,6 @@ def turn_texts(
 def token_counter(tokenizer):
     """Counts a text's tokens as the policy tokenizes generated text (no special tokens added): reasoning_tokens."""
     return lambda text: len(tokenizer(text, add_special_tokens=False)["input_ids"])
-
-
-def neutral_message(message: dict[str, Any], specials: Sequence[str]) -> dict[str, Any]:
-    """A message with `specials` broken in every string it holds (content, tool calls' names and arguments)."""
-
-    def clean(value):
-        if isinstance(value, str):
-            return neutralize_specials(value, specials)
-        if isinstance(value, dict):
-            return {k: clean(v) for k, v in value.items()}
-        if isinstance(value, list):
-            return [clean(v) for v in value]
-        return value
-
-    return {k: (v if k == "role" else clean(v)) for k, v in message.items()}
 
 
 def sample_texts(
