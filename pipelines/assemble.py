@@ -33,16 +33,15 @@ from rewardmill.pipelines.assemble_outputs import (
     outputs,
     write_manifests,
 )
-from rewardmill.schemas import LABEL_V1, REJECT_V1, ROLLOUT_V2, ROLLOUT_V3
+from rewardmill.schemas import LABEL_V1, REJECT_V1
 from rewardmill.transforms.aggregate.beam import COUNTS, AssembleBucket, BucketInputs, bucket_inputs, sum_counts
-from rewardmill.transforms.aggregate.bucket import ROLLOUT_COLUMNS, CoreConfig
+from rewardmill.transforms.aggregate.bucket import CoreConfig, rollout_read
 from rewardmill.transforms.aggregate.measured_weights import WeightUsed, resolve_weights, weight_record
 from rewardmill.transforms.aggregate.prm import AssemblePrm
 from rewardmill.transforms.aggregate.prompt_flags import FiltersConfig
 from rewardmill.transforms.aggregate.reward import LABEL_COLUMNS, MEASURED, AggregateConfig
 from rewardmill.transforms.aggregate.rl import RlConfig
 from rewardmill.transforms.aggregate.sft import SftConfig
-from rewardmill.transforms.aggregate.trajectories import TRAJECTORY_COLUMNS
 from rewardmill.transforms.config import ConfigError, load_section, read_params
 from rewardmill.transforms.filters.contamination import load_benchmarks
 from rewardmill.transforms.io import storage
@@ -150,10 +149,7 @@ def build(
         | "Write counts" >> beam.ParDo(WriteJson(storage.join(out_dir, COUNTS_FILE)))
     )
     if steps_dirs or turns:
-        schema, columns = (
-            (ROLLOUT_V3, (*ROLLOUT_COLUMNS, *TRAJECTORY_COLUMNS)) if turns else (ROLLOUT_V2, ROLLOUT_COLUMNS)
-        )
-        rollout_tables = p | "Read rollouts" >> ReadStageTables(rollouts_dir, schema, list(columns))
+        rollout_tables = p | "Read rollouts" >> ReadStageTables(rollouts_dir, *rollout_read(turns))
         _ = rollout_tables | "PRM" >> AssemblePrm(
             steps_dirs or [], storage.join(out_dir, "prm"), cfg.prm_truncate_after_error, cfg.num_shards, turns
         )
@@ -226,8 +222,8 @@ def main(argv: list[str] | None = None) -> None:
     step_names = step_labeler_names()
     steps_dirs = [storage.join(args.steps, n) for n in step_names]
     episodes = trajectory_count(args.rollouts)  # multi-turn outputs when > 0
-    trajectories = episodes if cfg.prm_turns else 0  # the turn-level PRM rows to make
-    if trajectories and TURNS_LABELER in step_names:
+    turn_rows = episodes if cfg.prm_turns else 0  # the turn-level PRM rows to make
+    if turn_rows and TURNS_LABELER in step_names:
         raise ConfigError(
             f"params.yaml: steps.{TURNS_LABELER}: the turn-level PRM rows of trajectories are labeler "
             f"'{TURNS_LABELER}'; rename the steps entry, or set assemble.prm_turns: false"
@@ -245,10 +241,10 @@ def main(argv: list[str] | None = None) -> None:
     numbers = {name: w.weight for name, w in used.items()}
     run_cfg = dataclasses.replace(cfg, aggregate=cfg.aggregate.with_weights(numbers))  # manifests record `cfg`
     with atomic_output(args.out) as tmp:
-        for name in [*OUTPUTS, *(["prm"] if steps_dirs or trajectories else [])]:
+        for name in [*OUTPUTS, *(["prm"] if steps_dirs or turn_rows else [])]:
             storage.make_folder(storage.join(tmp, name))
         run_pipeline(
-            lambda p: build(p, run_cfg, args.rollouts, label_dirs, tmp, steps_dirs, bool(trajectories), episodes > 0),
+            lambda p: build(p, run_cfg, args.rollouts, label_dirs, tmp, steps_dirs, bool(turn_rows), episodes > 0),
             beam_cfg,
         )
         counts = pop_json(storage.join(tmp, COUNTS_FILE))
@@ -267,8 +263,8 @@ def main(argv: list[str] | None = None) -> None:
                 "scratch": partial(storage.remove_tree, storage.join(tmp, SCRATCH)),
             }
         )
-        check_conservation(tmp, counts, found, args.rollouts, label_dirs, steps_dirs, trajectories)
-        manifests = write_manifests(tmp, cfg, counts, found, labels, steps, trajectories, episodes > 0)
+        check_conservation(tmp, counts, found, args.rollouts, label_dirs, steps_dirs, turn_rows)
+        manifests = write_manifests(tmp, cfg, counts, found, labels, steps, turn_rows, episodes > 0)
         record_weights(tmp, manifests, used)
     timer.done(manifests["pairs"])
 

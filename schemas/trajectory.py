@@ -34,6 +34,9 @@ TURN = pa.struct(
 )
 TURNS = list_of(TURN)
 
+# the text protocol's tool-call tags (transforms/environments/tool_calls.py), which a turn's content keeps
+TOOL_CALL_OPEN, TOOL_CALL_CLOSE = "<tool_call>", "</tool_call>"
+
 # why an episode ended: the environment ended it, that many assistant turns, the assistant tokens' budget, or the
 # environment raised (transforms/environments/episodes.py)
 STOP_REASONS = ("done", "max_turns", "max_tokens", "error")

@@ -17,15 +17,14 @@ import pyarrow as pa
 from rewardmill.schemas import LABEL_V1, ROLLOUT_V2, ROLLOUT_V3
 from rewardmill.transforms.aggregate.bucket import (
     PROMPT_COLUMNS,
-    ROLLOUT_COLUMNS,
     STAGE,
     CoreConfig,
     assemble_bucket,
+    rollout_read,
     sample_columns,
 )
 from rewardmill.transforms.aggregate.prompt_flags import FiltersConfig, prompt_flags, user_text
 from rewardmill.transforms.aggregate.reward import LABEL_COLUMNS
-from rewardmill.transforms.aggregate.trajectories import TRAJECTORY_COLUMNS
 from rewardmill.transforms.io.frames import empty_frame, load_frame, read_frame, spill_frame
 from rewardmill.transforms.io.tables import TableSink, shard_parts, stage_shards
 from rewardmill.transforms.io.threads import ThreadedDoFn
@@ -69,10 +68,7 @@ class BucketShard(beam.DoFn):
             labels = read_frame(path, LABEL_V1, [*LABEL_COLUMNS, "prompt_id"])
             yield from split_by_bucket(labels, "labels", self.buckets, f"{self.spill_dir}/labels")
             return
-        if self.trajectories:
-            rollouts = read_frame(path, ROLLOUT_V3, [*ROLLOUT_COLUMNS, *TRAJECTORY_COLUMNS])
-        else:
-            rollouts = read_frame(path, ROLLOUT_V2, ROLLOUT_COLUMNS)
+        rollouts = read_frame(path, *rollout_read(self.trajectories))
         yield from prompt_parts(rollouts, self.buckets, f"{self.spill_dir}/prompts")
         samples = rollouts.select(sample_columns(self.trajectories))
         yield from split_by_bucket(samples, "rollouts", self.buckets, f"{self.spill_dir}/rollouts")

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 import polars as pl
 import pyarrow as pa
 
-from rewardmill.schemas import REJECT_V1, REWARD_V1
+from rewardmill.schemas import REJECT_V1, REWARD_V1, ROLLOUT_V2, ROLLOUT_V3
 from rewardmill.transforms.aggregate.prompts import PROMPT_COLUMNS, prompt_columns
 from rewardmill.transforms.aggregate.reward import LABEL_COLUMNS, AggregateConfig, score_rollouts
 from rewardmill.transforms.aggregate.rl import RlConfig, build_rl_rows
@@ -27,6 +27,14 @@ STAGE = "assemble"
 # rollouts table repeats on each of a prompt's samples.
 SAMPLE_COLUMNS = ("rollout_id", "prompt_id", "task", "split", "completion", "n_tokens", "finish_reason", "policy")
 ROLLOUT_COLUMNS = (*SAMPLE_COLUMNS, *PROMPT_COLUMNS[1:])
+
+
+def rollout_read(trajectories: bool) -> tuple[pa.Schema, list[str]]:
+    """(schema, columns) assemble reads of a rollouts shard: ROLLOUT_COLUMNS, and of trajectories ROLLOUT_V3 with
+    their own columns too."""
+    if trajectories:
+        return ROLLOUT_V3, [*ROLLOUT_COLUMNS, *TRAJECTORY_COLUMNS]
+    return ROLLOUT_V2, list(ROLLOUT_COLUMNS)
 
 
 def sample_columns(trajectories: bool) -> tuple[str, ...]:

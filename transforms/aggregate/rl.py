@@ -56,11 +56,7 @@ def build_rl_rows(
             n_correct=pl.col("correct").sum().cast(pl.Int32),
             mean_reward=pl.col("reward").sort_by("rollout_id").mean(),  # a fixed summation order: same bits
             split=pl.col("split").first(),
-            **(
-                {"environment": pl.col("environment").first(), "tools": pl.col("tools").first()}
-                if trajectories
-                else {}
-            ),
+            **(ENVIRONMENT_COLUMNS if trajectories else {}),
         )
         .join(prompt_columns(scored, prompts), on="prompt_id", how="left")
         .rename({"messages": "prompt"})

@@ -103,11 +103,8 @@ class PythonToolEnvironment:
                 used += 1
                 text = self._run(call["function"]["arguments"], counts)
             messages.append(_tool_message(call["id"], text))
-        info = {
-            "calls": used,
-            **counts,
-            "parse_errors": len(errors),
-        }  # tool_errors: these and the parsed calls refused
+        # tool_errors: the calls that did not parse (parse_errors) and the parsed calls refused
+        info = {"calls": used, **counts, "parse_errors": len(errors)}
         return {**state, "calls": used}, StepResult(messages=messages, info=info)
 
     def _run(self, arguments: dict[str, Any], counts: dict[str, int]) -> str:

@@ -13,7 +13,9 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-OPEN, CLOSE = "<tool_call>", "</tool_call>"
+from rewardmill.schemas.trajectory import TOOL_CALL_CLOSE, TOOL_CALL_OPEN
+
+OPEN, CLOSE = TOOL_CALL_OPEN, TOOL_CALL_CLOSE
 MAX_CALLS = 8  # calls per assistant turn; more are refused as errors (a policy looping on calls)
 
 

@@ -263,10 +263,8 @@ def _completion(choice) -> Completion:
 def served_reasoning(choice) -> str | None:
     """The reasoning trace a server sends apart from the content: vLLM's and SGLang's reasoning parsers put it in
     `reasoning_content` (newer vLLM also in `reasoning`); None when there is none."""
-    message = choice.message
-    extra = getattr(message, "model_extra", None) or {}
-    for key in ("reasoning_content", "reasoning"):
-        value = getattr(message, key, None) if key in type(message).model_fields else extra.get(key)
+    for key in ("reasoning_content", "reasoning"):  # the SDK keeps a server's extra fields as attributes
+        value = getattr(choice.message, key, None)
         if isinstance(value, str) and value:
             return value
     return None

@@ -30,10 +30,10 @@ import json
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from rewardmill.schemas.trajectory import TOOL_CALL_CLOSE, TOOL_CALL_OPEN
 from rewardmill.transforms.labelers.base import Label
 
 FAILURES = ("timeouts", "crashes")
-TOOL_CALL_TAG = "<tool_call>"  # the text protocol's call tag (transforms/environments/tool_calls.py)
 CHECKED = ("correct", "incorrect")
 
 
@@ -104,7 +104,7 @@ def render_turn(turn: dict[str, Any]) -> str:
     form (transforms/environments/tool_calls.py), so a step that only called a tool is not an empty string. A turn
     of the text protocol already holds its calls as written in its content: that text alone."""
     parts = [turn.get("content") or ""]
-    if TOOL_CALL_TAG in parts[0]:
+    if TOOL_CALL_OPEN in parts[0]:
         return parts[0]
     for call in turn.get("tool_calls") or ():
         function = call.get("function") or {}
@@ -114,7 +114,7 @@ def render_turn(turn: dict[str, Any]) -> str:
         except ValueError:
             pass  # kept as the string the policy wrote
         body = json.dumps({"name": function.get("name"), "arguments": arguments}, sort_keys=True, ensure_ascii=False)
-        parts.append(f"{TOOL_CALL_TAG}{body}</tool_call>")
+        parts.append(f"{TOOL_CALL_OPEN}{body}{TOOL_CALL_CLOSE}")
     return "\n".join(p for p in parts if p)
 
 

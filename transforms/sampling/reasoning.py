@@ -66,27 +66,24 @@ def split_reasoning(text: str, tags: ReasoningTags = ReasoningTags()) -> Split:
     return Split(reasoning.strip(), answer, "closed" if answer else "no_answer")
 
 
-def from_served(content: str | None, reasoning_content: str | None, finish_reason: str) -> Split:
-    """A served model's message with a separate `reasoning_content`: the content is the answer; a reply cut at the
-    token budget while still reasoning (no content) gets no credit."""
-    if reasoning_content is None:
-        return Split(None, content or "", "none")
-    answer = (content or "").strip()
-    if answer:
-        return Split(reasoning_content.strip(), answer, "closed")
-    return Split(reasoning_content.strip(), "", "unclosed" if finish_reason == "length" else "no_answer")
-
-
 def served_text(content: str | None, reasoning_content: str | None, finish_reason: str, tags: ReasoningTags) -> str:
     """A served reply as one completion text in `tags`' form, so the rollouts cache keeps one text per sample and the
-    split after it reads what `from_served` reads: the trace between the tags, the content after them; a reply cut
-    at the token budget while still reasoning (no content) without the closing tag (a cut trace)."""
+    split after it (`from_served`) reads the trace between the tags and the content after them; a reply cut at the
+    token budget while still reasoning (no content) has no closing tag (a cut trace: no credit)."""
     answer = (content or "").strip()
     if reasoning_content is None:
         return answer
     if not answer and finish_reason == "length":
         return f"{tags.open}{reasoning_content}"
     return f"{tags.open}{reasoning_content}{tags.close}{answer}"
+
+
+def from_served(
+    content: str | None, reasoning_content: str | None, finish_reason: str, tags: ReasoningTags = ReasoningTags()
+) -> Split:
+    """A served model's message with a separate `reasoning_content`, as the stage reads it: the content is the
+    answer; a reply cut at the token budget while still reasoning (no content) gets no credit."""
+    return split_reasoning(served_text(content, reasoning_content, finish_reason, tags), tags)
 
 
 BLOCKED = ("unclosed", "no_answer")  # statuses whose completion gets no credit from any labeler
