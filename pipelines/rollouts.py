@@ -22,7 +22,7 @@ from rewardmill.transforms.sampling.cache import COUNTERS, RolloutCache
 from rewardmill.transforms.sampling.openai_backend import EndpointPolicy, OpenAIPolicyHandler, check_reachable
 from rewardmill.transforms.sampling.params import SamplingParams
 from rewardmill.transforms.sampling.pool import Member, PolicySpec, resolve_pool
-from rewardmill.transforms.sampling.reasoning import ReasoningTags
+from rewardmill.transforms.sampling.reasoning import ReasoningTags, token_usage
 from rewardmill.transforms.sampling.rows import FormBatches, ToRolloutRows
 from rewardmill.transforms.stage.budget import StageBudget
 from rewardmill.transforms.stage.conservation import ConservationError, id_frame, reconcile
@@ -212,15 +212,28 @@ def check_conservation(out_dir: str, prompts: int, members: int, n: int, failed:
         raise ConservationError(f"{STAGE}: {rows.height - sampled * n} duplicated rollouts; nothing was written")
 
 
-def check_output(out_dir: str, cfg: RolloutsConfig, total: int, members: int, cache: str | None) -> dict | None:
-    """Generation errors within `max_generation_errors`, then conservation (budget rejects count as rejects); with an
-    environment, what its episodes did (the manifest's `episodes`, from the written rows)."""
+def check_output(out_dir: str, cfg: RolloutsConfig, total: int, members: int, cache: str | None) -> dict:
+    """Generation errors within `max_generation_errors`, then conservation (budget rejects count as rejects); the
+    manifest's records read back from the written rows: with an environment what its episodes did (`episodes`), with
+    `reasoning` the generated tokens and how many were reasoning (`tokens`)."""
     rejects = count_rejects(out_dir)
     check_generation_errors(out_dir, rejects.get("generation_error", 0), cfg, total, cache)
     check_conservation(out_dir, total, members, cfg.n, sum(rejects.values()))
-    if cfg.environment is None:
-        return None
-    rows = (r for path in list_shards(out_dir) for r in read_table(path, columns=EPISODE_COLUMNS).to_pylist())
+    records = {}
+    if cfg.reasoning is not None:
+        records["tokens"] = token_usage(read_rows_columns(out_dir, ["n_tokens", "reasoning_tokens"]))
+        log.info("rollouts: %(generated)d tokens generated, %(reasoning)d of them reasoning", records["tokens"])
+    if cfg.environment is not None:
+        records["episodes"] = episodes_record(read_rows_columns(out_dir, EPISODE_COLUMNS))
+    return records
+
+
+def read_rows_columns(out_dir: str, columns: list[str]):
+    return (r for path in list_shards(out_dir) for r in read_table(path, columns=columns).to_pylist())
+
+
+def episodes_record(rows) -> dict:
+    """The manifest's `episodes`, said in one log line."""
     summary = episode_summary(rows)
     tools = ", ".join(f"{v} {k}" for k, v in summary["tools"].items() if v)
     log.info(
@@ -300,7 +313,7 @@ def main(argv: list[str] | None = None) -> None:
             extra=lambda finished: (
                 {"policies": policies_record(members), "prompts": total}
                 | ({} if cfg.policies else {"policy": members[0].info.__dict__})
-                | ({} if finished.checked is None else {"episodes": finished.checked})
+                | finished.checked
             ),
         ),
         check=lambda tmp, result: check_output(tmp, cfg, total, len(members), args.cache),

@@ -1,6 +1,7 @@
 """End to end: the README's experiments on the demo project (tests/e2e/project.py), in its own copy of the run's one
 build: writing your own labeler (scaffold, test, `dvc repro`, `dvc exp run`), an assemble override the appeal's
-probe rate refuses, and the same DAG sampled by vLLM's CPU build.
+probe rate refuses, the evaluate stage turned on, and the agentic experiment (multi-turn episodes) sampled by vLLM's
+CPU build.
 
 A file of its own so that on `make test`'s workers it runs beside test_repro.py's checks instead of after them
 (tests/e2e/conftest.py says how the file names set the order).
@@ -198,28 +199,13 @@ def test_an_override_experiment_reruns_only_assemble_and_after(project):
     run(["git", "checkout", "params.yaml"], project)
 
 
-def test_experiment_on_vllm_builds_a_dataset_that_validates(project):
-    """`dvc exp run -S rollouts.backend=vllm`: the same DAG sampled by vLLM's CPU build, through validate and export.
-    With it, docs/evaluate.md's `-S evaluate.enabled=true`: evaluate trains a reward model on the train split's pairs,
-    measured on the test split's, and validate reads its metrics (one DAG rerun for both: the stage's figures are
-    checked on a pair dataset built for it in tests/pipelines/test_evaluate.py). Last in this module: the
-    experiment's outputs replace the workspace's."""
-    experiment = [str(BIN / "dvc"), "exp", "run", "-S", "rollouts.backend=vllm", "-S", "evaluate.enabled=true"]
-    # as a user runs it: without the suite's VLLM_CPU_KVCACHE_SPACE, the engine sizes its KV cache from free memory
-    out = run(experiment, project, {"VLLM_CPU_KVCACHE_SPACE": None})
-    assert re.search(r"starting an engine on .*'kv_cache_memory_bytes': \d+", out), out[-3000:]
+def test_the_evaluate_experiment_trains_a_reward_model_that_validate_reads(project):
+    """docs/evaluate.md's `dvc exp run -S evaluate.enabled=true`: evaluate trains a reward model on the train split's
+    pairs and measures it on the test split's, and validate reads its metrics; nothing before evaluate reruns (the
+    stage's figures are checked on a pair dataset built for it in tests/pipelines/test_evaluate.py)."""
+    out = run([str(BIN / "dvc"), "exp", "run", "-S", "evaluate.enabled=true"], project)
     ran = set(re.findall(r"Running stage '([^']+)'", out))
-    assert {"rollouts", "assemble", "evaluate", "validate", "export"} <= ran and "model" not in ran, out
-    rollouts = read_rows(str(project / "data/rollouts"))
-    assert rollouts and {r["policy"]["backend"] for r in rollouts} == {"vllm"}
-    assert {json.loads(r["sampling"])["backend"] for r in rollouts} == {"vllm"}
-    metrics = json.loads((project / "metrics/validate.json").read_text())
-    assert metrics["rollouts"]["count"] == len(rollouts)  # validate read the vLLM rollouts...
-    assert metrics["validation"] and all(v["success"] for v in metrics["validation"].values())  # ...and passed
-    assert (project / "export/README.md").exists()
-    shown = run([str(BIN / "dvc"), "exp", "show", "--csv"], project)
-    assert "vllm" in shown  # the experiment is recorded with its params
-
+    assert "evaluate" in ran and ran <= {"check", "evaluate", "validate", "export"}, out
     evaluation = json.loads((project / "metrics/evaluate.json").read_text())
     rm = evaluation["reward_model"]
     pairs = json.loads((project / "data/datasets/pairs/_manifest.json").read_text())
@@ -227,7 +213,80 @@ def test_experiment_on_vllm_builds_a_dataset_that_validates(project):
     if rm["train_pairs"]:
         assert rm["train"]["steps"] == tiny_params()["evaluate"]["train"]["max_steps"], rm
         assert rm["test"]["all"]["n"] + rm["test"]["too_long"] == rm["test_pairs"], rm
-    else:  # the vLLM samples made no train pair: said, not trained on nothing
+    else:  # the samples made no train pair: said, not trained on nothing
         assert "no train pairs" in rm["error"], rm
     gates = [v for k, v in evaluation["labelers"].items() if k.split("/")[0] in ("math_answer", "code_tests")]
     assert gates and all(g["gate"] for g in gates), evaluation["labelers"]
+    metrics = json.loads((project / "metrics/validate.json").read_text())
+    assert metrics["validation"] and all(v["success"] for v in metrics["validation"].values())
+    run(["git", "checkout", "params.yaml"], project)  # the next experiment starts from the project's params
+
+
+def test_the_agentic_experiment_on_vllm_builds_multi_turn_datasets_trl_trains(project, tmp_path):
+    """docs/environments.md's agentic experiment, sampled by vLLM's CPU build (`-S rollouts.backend=vllm` added, as
+    docs/gpu.md says): 8 math prompts in the python_tool environment with verifier feedback, 2 episodes each, at most
+    3 turns; the outcome and turn labelers; multi-turn pairs, SFT rows with their `tools`, RL rows naming the
+    environment and turn-level PRM rows that validate and export; one step each of TRL's DPO and SFT trainers on the
+    exported configs. Last in this module: the experiment's outputs replace the workspace's."""
+    from datasets import concatenate_datasets, load_dataset
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from trl import DPOConfig, DPOTrainer, SFTConfig, SFTTrainer
+
+    experiment = [
+        str(BIN / "dvc"), "exp", "run", "-n", "agentic",
+        "-S", "prompts.sources=[{name:arithmetic,kind:arithmetic,count:8,seed:0,levels:[1]}]",
+        "-S", "rollouts.n=2",
+        "-S", "rollouts.environment={name:python_tool,config:{max_attempts:3},max_turns:3}",
+        "-S", "~labelers.code_tests", "-S", "~labelers.appeal", "-S", "~labelers.panel",
+        "-S", "+labelers.env={labeler:environment}", "-S", "+labelers.turns={labeler:turns}",
+        "-S", "assemble.aggregate.gates=[env,math_answer]",
+        "-S", "~assemble.aggregate.weights", "-S", "+assemble.aggregate.weights={turns:1.0}",
+        "-S", "+assemble.aggregate.normalize.turns=prompt",
+        "-S", "rollouts.backend=vllm",
+    ]  # fmt: skip
+    # as a user runs it: without the suite's VLLM_CPU_KVCACHE_SPACE, the engine sizes its KV cache from free memory
+    out = run(experiment, project, {"VLLM_CPU_KVCACHE_SPACE": None})
+    assert re.search(r"starting an engine on .*'kv_cache_memory_bytes': \d+", out), out[-3000:]
+    ran = set(re.findall(r"Running stage '([^']+)'", out))
+    assert {"prompts", "rollouts", "label@env", "label@turns", "assemble", "validate", "export"} <= ran, out
+    assert not {"model", "label@appeal", "label@panel", "label@code_tests"} & ran, out
+
+    rollouts = read_rows(str(project / "data/rollouts"))
+    assert len(rollouts) == 16 and {r["policy"]["backend"] for r in rollouts} == {"vllm"}
+    assert {r["environment"]["name"] for r in rollouts} == {"python_tool"}
+    assert all(r["turns"] and r["turns"][0]["role"] == "assistant" for r in rollouts)
+    assert {r["stop_reason"] for r in rollouts} <= {"done", "max_turns", "max_tokens"}, rollouts  # no error
+    episodes = json.loads((project / "data/rollouts/_manifest.json").read_text())["episodes"]
+    assert episodes["trajectories"] == sum(episodes["by_stop_reason"].values()) == 16, episodes
+    for name in ("mc", "binary_search"):  # Monte Carlo steps of an episode's last answer: counted rejects
+        rejects = read_rows(str(project / f"data/steps/{name}/_rejects"))
+        assert rejects and {r["reason"] for r in rejects} == {"trajectory"}, name
+
+    datasets = project / "data/datasets"
+    schemas = {
+        name: json.loads((datasets / name / "_manifest.json").read_text())["schema"] for name in ("pairs", "sft", "rl")
+    }
+    assert schemas == {"pairs": "pair_v3", "sft": "sft_v2", "rl": "rl_v2"}, schemas
+    prm = read_rows(str(datasets / "prm"))
+    assert prm and {r["method"] for r in prm} == {"turns"}  # one row per trajectory, turns as steps
+    metrics = json.loads((project / "metrics/validate.json").read_text())
+    assert {"pairs", "sft", "rl", "prm", "rollouts"} <= set(metrics["validation"])
+    assert all(v["success"] for v in metrics["validation"].values()), metrics["validation"]
+    assert "Multi-turn preference pairs" in (project / "export/README.md").read_text()
+    assert "agentic" in run([str(BIN / "dvc"), "exp", "show", "--csv"], project)  # recorded with its params
+
+    model = str(project / "models/policy")
+    tokenizer = AutoTokenizer.from_pretrained(model)
+    common = {"max_steps": 1, "per_device_train_batch_size": 1, "report_to": [], "use_cpu": True,
+              "save_strategy": "no", "max_length": 256}  # fmt: skip
+    for trainer_cls, config_cls, config in ((DPOTrainer, DPOConfig, "pairs"), (SFTTrainer, SFTConfig, "sft")):
+        loaded = load_dataset(str(project / "export"), config)
+        rows = concatenate_datasets([loaded[split] for split in sorted(loaded)])
+        assert len(rows) >= 1 and all(json.loads(t) for t in rows["tools"]), config  # the tool's schema rides along
+        if config == "pairs":  # whole trajectories: a failed episode's feedback turns are inside its side
+            assert any(len(c) + len(r) > 2 for c, r in zip(rows["chosen"], rows["rejected"], strict=True)), rows[:]
+        args = config_cls(output_dir=str(tmp_path / config), **common)
+        network = AutoModelForCausalLM.from_pretrained(model)
+        trainer = trainer_cls(model=network, processing_class=tokenizer, train_dataset=rows, args=args)
+        loss = trainer.train().training_loss
+        assert loss == loss, config  # a number, not NaN

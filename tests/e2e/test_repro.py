@@ -69,7 +69,7 @@ def test_repro_builds_every_output(project):
     assert panel["usage"]["completion_tokens"] > 0 or panel["usage"].get("cache_hits", 0) > 0
     appeal = json.loads((project / "metrics/labels/appeal.json").read_text())
     assert appeal["labels"] == arithmetic["count"] * n and "appealed" in appeal["labeler"]
-    # evaluate is off in the shipped params (the vLLM experiment below turns it on): it records only that
+    # evaluate is off in the shipped params (an experiment in test_project_experiments.py turns it on): it says so
     assert json.loads((project / "metrics/evaluate.json").read_text()) == {"enabled": False}
 
 

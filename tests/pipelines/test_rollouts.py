@@ -90,6 +90,9 @@ def test_cached_rerun_samples_nothing_and_writes_the_same_bytes(tmp_path, params
     assert [(r["rollout_id"], r["completion"]) for r in v3] == [(r["rollout_id"], r["completion"]) for r in v2]
     assert {(r["reasoning_status"], r["reasoning"], r["reasoning_tokens"]) for r in v3} == {("none", None, 0)}
     assert all([t["content"] for t in r["turns"]] == [r["completion"]] for r in v3)  # one assistant turn
+    tokens = json.loads((split / "_manifest.json").read_text())["tokens"]  # reasoning counted apart, read back
+    assert tokens == {"generated": sum(r["n_tokens"] for r in v3), "reasoning": 0, "reasoning_uncounted": 0}
+    assert "tokens" not in json.loads((first / "_manifest.json").read_text())  # without reasoning: as before
     del params["rollouts"]["reasoning"]
 
     # Longer completions are other samples: a miss for every prompt, stored beside the first ones.

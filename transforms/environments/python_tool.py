@@ -3,9 +3,11 @@
 Each assistant turn may call `python` with `{"code": "..."}` (the text protocol of tool_calls.py, or a template's
 native tool calls). The code runs in the code_tests sandbox (transforms/sandbox: bubblewrap, no network, a
 read-only root, memory, process, file and time limits); its stdout, stderr and how it ended come back as the tool
-message, cut to `max_output_chars`. A turn without a tool call is the final answer: the episode ends, and the
-answer is verified by the prompt's task (math_answer, code_tests: as in `feedback`) for the outcome reward, None
-for a task with no verifier.
+message, cut to `max_output_chars`. A turn without a tool call is an answer, verified by the prompt's task
+(math_answer, code_tests: as in `feedback`). A correct one ends the episode with reward 1. A wrong one ends it with
+reward 0, unless `max_attempts` allows another answer: then the environment replies as the user ("That is not
+correct. Try again.", never the reference or the tests) and the policy may call the tool again and answer again, as in
+`feedback`. A task with no verifier ends at its first answer with reward None.
 
 Whatever the policy or its code does is a recorded result, never a crash of the stage: a malformed call, an
 unknown tool or bad arguments get a tool error message; code that hangs is killed at the timeout, one that crashes
@@ -44,17 +46,23 @@ class PythonToolConfig:
     # the text protocol (templates without a tool format): its system message, and each assistant turn's content is
     # what the policy wrote, calls included; false: the chat template's own tool format renders the parsed calls
     system_prompt: bool = True
+    max_attempts: int = 1  # answers the policy may give; a wrong one below this gets `feedback` and another turn
+    feedback: str = "That is not correct. Try again."
     verifiers: dict[str, str] = field(default_factory=lambda: dict(DEFAULT_VERIFIERS))
     verifier_config: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def __post_init__(self):
         if not self.timeout_seconds > 0 or self.memory_mb < 16 or self.max_output_chars < 1 or self.max_calls < 0:
             raise ValueError("timeout_seconds > 0, memory_mb >= 16, max_output_chars >= 1 and max_calls >= 0")
+        if self.max_attempts < 1 or not self.feedback.strip():
+            raise ValueError("max_attempts must be >= 1 and feedback a non-empty message")
 
 
 class PythonToolEnvironment:
     name = "python_tool"
-    version = "2"  # 2: in the text protocol, an assistant turn's content keeps its calls as written
+    # 2: in the text protocol, an assistant turn's content keeps its calls as written; 3: max_attempts, and every
+    # answer's info records its attempt
+    version = "3"
     Config = PythonToolConfig
 
     def __init__(self, config: PythonToolConfig):
@@ -85,12 +93,12 @@ class PythonToolEnvironment:
         self._verifiers.close()
 
     def reset(self, prompt: dict[str, Any]) -> dict[str, Any]:
-        return {"task": prompt["task"], "calls": 0, "row": self._verifiers.row(prompt)}
+        return {"task": prompt["task"], "calls": 0, "attempts": 0, "row": self._verifiers.row(prompt)}
 
     def step(self, state: dict[str, Any], assistant: dict[str, Any]) -> tuple[dict[str, Any], StepResult]:
         calls, errors = assistant.get("tool_calls") or [], assistant.get("tool_errors") or []
-        if not calls and not errors:  # the final answer
-            return state, self._final(state, assistant.get("content") or "")
+        if not calls and not errors:  # an answer
+            return self._answer(state, assistant.get("content") or "")
         messages, counts = [], {"tool_errors": len(errors), "timeouts": 0, "crashes": 0, "truncated": 0}
         for error in errors:
             messages.append(_tool_message(error["id"], f"error: {error['error']}"))
@@ -135,12 +143,20 @@ class PythonToolEnvironment:
             output = output[: self.config.max_output_chars] + "\n[output cut]"
         return output.strip() or "(no output)"
 
-    def _final(self, state: dict[str, Any], answer: str) -> StepResult:
-        if state["row"] is None:  # a task with no verifier: no outcome reward
-            return StepResult(done=True, reward=None, info={"calls": state["calls"], "verdict": None})
+    def _answer(self, state: dict[str, Any], answer: str) -> tuple[dict[str, Any], StepResult]:
+        """An answer: verified; correct or the last allowed one ends the episode, a wrong one earlier gets feedback."""
+        state = {**state, "attempts": state["attempts"] + 1}
+        info = {"calls": state["calls"], "attempt": state["attempts"], "verdict": None}
+        if state["row"] is None:  # a task with no verifier: no outcome reward, nothing to try again
+            return state, StepResult(done=True, reward=None, info=info)
         label, _ = self._verifiers.verdict(state["task"], state["row"], answer)
-        reward = 1.0 if label.verdict == "correct" else 0.0
-        return StepResult(done=True, reward=reward, info={"calls": state["calls"], "verdict": label.verdict})
+        info["verdict"] = label.verdict
+        if label.verdict == "correct":
+            return state, StepResult(done=True, reward=1.0, info=info)
+        if state["attempts"] >= self.config.max_attempts:
+            return state, StepResult(done=True, reward=0.0, info=info)
+        feedback = [{"role": "user", "content": self.config.feedback}]
+        return state, StepResult(messages=feedback, reward=None, info=info)
 
 
 def _tool_message(call_id: str, content: str) -> dict[str, str]:

@@ -39,6 +39,13 @@ def plan_rollouts(cfg, prompts: list[dict], members, cache_dir: str | None, pric
             f"episodes planned at their limit, {cfg.environment.max_turns} turns per sample; the environment's "
             "replies (tool output, feedback) are not in the input tokens"
         )
+    if cfg.reasoning is not None:
+        # A trace is sampled within a turn's max_new_tokens: the output bound holds it, and a budget's max_tokens caps
+        # reasoning and answer together. How much was reasoning is known only after the run.
+        plan.notes.append(
+            "output tokens include the reasoning traces (within max_new_tokens per turn); the rollouts manifest's "
+            "`tokens` says how many were reasoning"
+        )
     if tokens.estimated:
         plan.notes.append(f"input tokens of {sorted(tokens.estimated)} estimated with the policy's tokenizer")
     return plan

@@ -129,3 +129,17 @@ def count_reasoning(trajectory: dict, count) -> dict:
         return {**trajectory, "reasoning_tokens": None}
     texts = [t.get("reasoning") for t in trajectory.get("turns") or () if t.get("role") == "assistant"]
     return {**trajectory, "reasoning_tokens": sum(count(t) for t in texts if t)}
+
+
+def token_usage(rows) -> dict:
+    """The rollouts manifest's `tokens` with `rollouts.reasoning` on: every generated token (`n_tokens`, over all
+    assistant turns) and how many of them were reasoning, over the rows that counted it (a served policy's cannot:
+    its rows have null `reasoning_tokens` and are counted in `reasoning_uncounted`)."""
+    generated = reasoning = uncounted = 0
+    for row in rows:
+        generated += row["n_tokens"] or 0
+        if row["reasoning_tokens"] is None:
+            uncounted += 1
+        else:
+            reasoning += row["reasoning_tokens"]
+    return {"generated": generated, "reasoning": reasoning, "reasoning_uncounted": uncounted}

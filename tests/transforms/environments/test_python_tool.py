@@ -52,7 +52,7 @@ def test_a_good_call_runs_and_the_final_answer_is_verified(env):
     t = episode(env, "Let me check. " + call("print(6 * 7)"))
     assert t.turns[0]["tool_calls"][0]["function"]["arguments"] == {"code": "print(6 * 7)"}
     assert tool_reply(t) == "42" and t.turns[1]["tool_call_id"] == t.turns[0]["tool_calls"][0]["id"]
-    assert t.stop_reason == "done" and t.reward == 1.0 and t.info == {"calls": 1, "verdict": "correct"}
+    assert t.stop_reason == "done" and t.reward == 1.0 and t.info == {"calls": 1, "attempt": 1, "verdict": "correct"}
 
 
 @pytest.mark.parametrize(
@@ -159,3 +159,33 @@ def test_an_episode_cut_at_a_tool_call_has_no_final_answer(env):
     malformed = "\\boxed{42} <tool_call>{oops"  # a turn whose call did not parse is no answer either
     (per_prompt,) = run_episodes(env, [MATH], 1, 0, answers(malformed), EpisodeLimits(max_turns=1))
     assert per_prompt[0].completion == ""
+
+
+def test_a_wrong_answer_gets_feedback_and_another_attempt():
+    """max_attempts: a wrong answer is not the end. The user's feedback never carries the reference, the tool stays
+    available, and only answers count as attempts (a tool-call turn is none)."""
+    environment = PythonToolEnvironment(PythonToolConfig(max_attempts=3))
+    try:
+        texts = ["It is \\boxed{41}.", call("print(6 * 7)"), "So \\boxed{42}."]
+        (per_prompt,) = run_episodes(environment, [MATH], 1, 0, answers(*texts), EpisodeLimits(max_turns=5))
+    finally:
+        environment.close()
+    t = per_prompt[0]
+    assert [m["role"] for m in t.turns] == ["assistant", "user", "assistant", "tool", "assistant"]
+    assert t.turns[1]["content"] == "That is not correct. Try again." and "42" not in t.turns[1]["content"]
+    verdicts = [m["step_info"].get("verdict") for m in t.turns if m["role"] == "assistant"]
+    assert verdicts == ["incorrect", None, "correct"]
+    assert t.stop_reason == "done" and t.reward == 1.0 and t.info == {"calls": 1, "attempt": 2, "verdict": "correct"}
+
+
+def test_the_last_allowed_wrong_answer_ends_the_episode_with_reward_zero():
+    environment = PythonToolEnvironment(PythonToolConfig(max_attempts=2))
+    try:
+        (per_prompt,) = run_episodes(environment, [MATH], 1, 0, answers("\\boxed{41}"), EpisodeLimits(max_turns=5))
+    finally:
+        environment.close()
+    t = per_prompt[0]
+    assert [m["role"] for m in t.turns] == ["assistant", "user", "assistant"]  # two answers, one feedback
+    assert t.stop_reason == "done" and t.reward == 0.0 and t.info["attempt"] == 2
+    with pytest.raises(ValueError, match="max_attempts"):
+        PythonToolConfig(max_attempts=0)

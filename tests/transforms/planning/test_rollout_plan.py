@@ -23,3 +23,17 @@ PROMPT_TOKENS = 20
 def test_an_episode_is_planned_at_its_limit(environment, expected):
     cfg = RolloutsConfig(n=2, max_new_tokens=16, environment=environment)
     assert sample_spend(cfg, cfg.sampling(), PROMPT_TOKENS) == expected
+
+
+def test_the_plan_says_reasoning_is_within_the_output_bound():
+    """Reasoning traces are sampled within each turn's max_new_tokens: the plan's output tokens hold them (a budget's
+    max_tokens caps both), and the note says where the run's reasoning count goes. Without reasoning, no note."""
+    from types import SimpleNamespace
+
+    from rewardmill.transforms.planning.rollout_plan import plan_rollouts
+    from rewardmill.transforms.sampling.reasoning import ReasoningTags
+
+    no_tokens = SimpleNamespace(estimated=set())
+    with_reasoning = plan_rollouts(RolloutsConfig(reasoning=ReasoningTags()), [], [], None, None, no_tokens)
+    assert any("reasoning" in note and "`tokens`" in note for note in with_reasoning.notes), with_reasoning.notes
+    assert plan_rollouts(RolloutsConfig(), [], [], None, None, no_tokens).notes == []

@@ -64,3 +64,15 @@ def test_custom_tags():
 def test_served_reasoning_content(content, reasoning_content, finish, expected):
     split = from_served(content, reasoning_content, finish)
     assert (split.reasoning, split.answer, split.status) == expected
+
+
+def test_token_usage_counts_reasoning_apart_and_says_which_rows_could_not():
+    from rewardmill.transforms.sampling.reasoning import token_usage
+
+    rows = [
+        {"n_tokens": 30, "reasoning_tokens": 20},
+        {"n_tokens": 10, "reasoning_tokens": 0},  # no trace
+        {"n_tokens": 7, "reasoning_tokens": None},  # a served policy's: not counted, and said
+    ]
+    assert token_usage(rows) == {"generated": 47, "reasoning": 20, "reasoning_uncounted": 1}
+    assert token_usage([]) == {"generated": 0, "reasoning": 0, "reasoning_uncounted": 0}
