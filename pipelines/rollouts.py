@@ -74,6 +74,10 @@ class RolloutsConfig:
     # `reasoning` and only what follows in `completion`, the text every verifier and judge reads; a trace cut off
     # before its answer gets no credit. The rows are then ROLLOUT_V3. null = the text as sampled is the answer.
     reasoning: ReasoningTags | None = None
+    # Token-exact capture (docs/environments.md, "Token ids"): each assistant turn's prompt token ids, drawn token ids
+    # and their raw logprobs in `turns`, so a trainer weighs exactly what was sampled without re-tokenizing a chat.
+    # The rows are then ROLLOUT_V3; it is part of each rollout's id (other cache entries). transformers and vllm only.
+    keep_tokens: bool = False
 
     def __post_init__(self):
         if self.backend not in BACKENDS:
@@ -85,6 +89,11 @@ class RolloutsConfig:
         uses_openai = self.backend == "openai" or any(s.backend == "openai" for s in self.policies.values())
         if uses_openai and self.top_k > 0:
             raise ValueError("top_k: the OpenAI chat API has no top_k; use top_p with backend openai")
+        if uses_openai and self.keep_tokens:
+            raise ValueError(
+                "keep_tokens: a served policy's chat API returns text, not the token ids it fed and drew; sample "
+                "with backend transformers or vllm, or set keep_tokens to false"
+            )
         for name, spec in self.policies.items():
             if spec.backend is not None and spec.backend not in BACKENDS:
                 raise ValueError(f"policies.{name}.backend must be one of {BACKENDS}, got {spec.backend!r}")
@@ -93,12 +102,13 @@ class RolloutsConfig:
     def sampling(self) -> SamplingParams:
         episode = self.environment.episode(self.reasoning) if self.environment is not None else None
         return SamplingParams(
-            self.n, self.temperature, self.top_p, self.top_k, self.max_new_tokens, self.seed, episode
+            self.n, self.temperature, self.top_p, self.top_k, self.max_new_tokens, self.seed, episode, self.keep_tokens
         )
 
     def schema(self):
-        """ROLLOUT_V2, or ROLLOUT_V3 when an environment runs episodes (schemas/rollout.py)."""
-        return ROLLOUT_V2 if self.environment is None and self.reasoning is None else ROLLOUT_V3
+        """ROLLOUT_V2, or ROLLOUT_V3 with episodes, reasoning or token capture (schemas/rollout.py)."""
+        single_turn = self.environment is None and self.reasoning is None and not self.keep_tokens
+        return ROLLOUT_V2 if single_turn else ROLLOUT_V3
 
     def pool(self, default_model: str) -> list[Member]:
         """The policies to sample, resolved (fingerprints read): `policies`, or this section's one policy."""

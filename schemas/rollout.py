@@ -41,7 +41,8 @@ ROLLOUT_V2 = versioned(
 # v3: multi-turn trajectories and reasoning (written when `rollouts.environment` or `rollouts.reasoning` is set;
 # without either the stage writes v2, byte for byte as before). `completion` stays the final assistant answer, so
 # every single-turn labeler reads it unchanged; `n_tokens`, `finish_reason` and `logprob_sum` are over all assistant
-# turns (finish: the last turn's). `reasoning_status` and `reasoning_tokens` were added before v3 was released.
+# turns (finish: the last turn's). `reasoning_status` and `reasoning_tokens`, and the turns' token ids and logprobs
+# (rollouts.keep_tokens), were added before v3 was released.
 ROLLOUT_V3 = versioned(
     "rollout",
     3,

@@ -3,8 +3,9 @@
 A turn is one message: the policy's (`assistant`, with optional `reasoning` and `tool_calls`), a tool's result
 (`tool`, with the `tool_call_id` it answers and the tool's `name`), or the environment's feedback (`user`). The
 stage's accounting rides along: per assistant turn its tokens and finish reason, per turn the environment's step
-info (JSON). TRL reads `role`, `content` and `tool_calls` (and `tool_call_id`/`name` on tool messages); the other
-columns are ours. Tool-call `arguments` are a JSON string, as the OpenAI wire format has them.
+info (JSON), and with `rollouts.keep_tokens` its exact token ids and logprobs. TRL reads `role`, `content` and
+`tool_calls` (and `tool_call_id`/`name` on tool messages); the other columns are ours. Tool-call `arguments` are a
+JSON string, as the OpenAI wire format has them.
 """
 
 import pyarrow as pa
@@ -30,6 +31,11 @@ TURN = pa.struct(
         pa.field("n_tokens", pa.int32()),  # an assistant turn: tokens sampled
         pa.field("finish_reason", pa.string()),  # an assistant turn: stop | length
         pa.field("info", pa.string()),  # the environment's step info (JSON), on the assistant turn it answers
+        # an assistant turn with rollouts.keep_tokens (else None): the token ids the policy was fed for this turn
+        # (the whole formatted conversation), the ids it drew, and each drawn token's raw (untempered) logprob
+        pa.field("prompt_token_ids", list_of(pa.int32())),
+        pa.field("token_ids", list_of(pa.int32())),
+        pa.field("token_logprobs", list_of(pa.float64())),
     ]
 )
 TURNS = list_of(TURN)

@@ -5,6 +5,7 @@ from dataclasses import asdict, is_dataclass
 from typing import Any
 
 from rewardmill.transforms.environments.episodes import Trajectory
+from rewardmill.transforms.sampling.params import token_fields
 
 TURN_FIELDS = ("role", "content", "reasoning", "tool_calls", "tool_call_id", "name", "n_tokens", "finish_reason")
 
@@ -40,7 +41,7 @@ def turn_column(message: dict[str, Any]) -> dict[str, Any]:
         turn["content"] = canonical_json(turn["content"])
     info = message.get("step_info")
     turn["info"] = canonical_json(info) if info else None
-    return turn
+    return {**turn, **token_fields(message.get("tokens"))}
 
 
 def _arguments(arguments: Any) -> str | None:

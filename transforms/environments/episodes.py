@@ -176,6 +176,8 @@ def _advance(
         parsed = {"content": text, "parse_error": _describe(exc)}
     message = {**parsed, **trace, "role": "assistant"}
     message.update(n_tokens=sample.n_tokens, finish_reason=sample.finish_reason, logprob_sum=sample.logprob_sum)
+    if sample.tokens is not None:
+        message["tokens"] = sample.tokens
     trajectory.turns.append(message)
     try:
         episode.state, result = environment.step(episode.state, _for_step(message))
@@ -200,7 +202,7 @@ def _advance(
     return True
 
 
-TURN_ACCOUNTING = ("n_tokens", "finish_reason", "logprob_sum", "step_info", "reasoning_status")
+TURN_ACCOUNTING = ("n_tokens", "finish_reason", "logprob_sum", "step_info", "reasoning_status", "tokens")
 PARSE_NOTES = ("tool_errors", "parse_error")  # what a parser tells the environment, not the policy
 
 

@@ -18,7 +18,7 @@ import apache_beam as beam
 
 from rewardmill.transforms.io import storage
 from rewardmill.transforms.io.segments import SegmentStore
-from rewardmill.transforms.sampling.params import Sample, SamplingParams
+from rewardmill.transforms.sampling.params import OFF_BY_DEFAULT, Sample, SamplingParams
 
 COUNTERS = "rewardmill_rollouts"
 Generate = Callable[[list[dict[str, Any]]], list[list[Sample]]]  # prompt rows -> their samples, in order
@@ -138,7 +138,11 @@ TURNS_FOLDER = "turns"
 def _turn_sampling(sampling: SamplingParams, backend: str) -> str:
     """What a turn's draw depends on besides its seed and conversation: the backend and the token-level settings
     (not `n`, the run seed or the episode: a turn's own seed and conversation carry those)."""
-    fields = {k: v for k, v in asdict(sampling).items() if k not in ("n", "seed", "episode")}
+    fields = {
+        k: v
+        for k, v in asdict(sampling).items()
+        if k not in ("n", "seed", "episode") and not (k in OFF_BY_DEFAULT and not v)
+    }
     return json.dumps({**fields, "backend": backend}, sort_keys=True, separators=(",", ":"))
 
 

@@ -73,6 +73,8 @@ class PolicyHandler(ModelHandler):
             samples = self.cache.sample(prompts, lambda todo: self._sample(model, todo))
             if self.reasoning is not None:
                 samples = self._with_reasoning(model, samples)
+            elif self.sampling.keep_tokens:
+                samples = [[self._one_turn(s, None) for s in per] for per in samples]
             self._progress.update(len(prompts), sum(s.n_tokens for per in samples for s in per))
             yield [(prompt, s) for prompt, per in zip(prompts, samples, strict=True) for s in per]
 
@@ -98,11 +100,19 @@ class PolicyHandler(ModelHandler):
             done = []
             for s in per:
                 if s.trajectory is None:
-                    columns = single_turn_columns(s, split_reasoning(s.completion, self.reasoning))
-                    s = dataclasses.replace(s, completion=columns.pop("completion"), trajectory=columns)
+                    s = self._one_turn(s, split_reasoning(s.completion, self.reasoning))
                 done.append(dataclasses.replace(s, trajectory=count_reasoning(s.trajectory, count)))
             out.append(done)
         return out
+
+    @staticmethod
+    def _one_turn(sample: Sample, split) -> Sample:
+        """A one-turn sample as a trajectory of one assistant turn (ROLLOUT_V3 columns): its answer apart from its
+        trace (`split`; None: reasoning is off), its token ids with keep_tokens. An episode's sample is one already."""
+        if sample.trajectory is not None:
+            return sample
+        columns = single_turn_columns(sample, split)
+        return dataclasses.replace(sample, completion=columns.pop("completion"), trajectory=columns)
 
     def _timed_generate(self, model, prompts: list[dict[str, Any]]) -> list[list[Sample]]:
         with timings.timed("generate"):

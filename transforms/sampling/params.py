@@ -16,6 +16,18 @@ class Sample:
     finish_reason: str  # stop | length
     logprob_sum: float | None
     trajectory: dict | None = None  # an environment's episode: ROLLOUT_V3's trajectory columns (environments/)
+    # with keep_tokens: {prompt_ids, completion_ids, logprobs}, exactly what was fed and drawn (per-token raw logprobs)
+    tokens: dict | None = None
+
+
+def token_fields(tokens: dict[str, list] | None) -> dict[str, list | None]:
+    """A turn's TURN token fields (schemas/trajectory.py) from a Sample's `tokens`, all None without them."""
+    tokens = tokens or {}
+    return {
+        "prompt_token_ids": tokens.get("prompt_ids"),
+        "token_ids": tokens.get("completion_ids"),
+        "token_logprobs": tokens.get("logprobs"),
+    }
 
 
 @dataclass(frozen=True)
@@ -27,6 +39,7 @@ class SamplingParams:
     max_new_tokens: int = 256  # per assistant turn
     seed: int = 0
     episode: str | None = None  # an environment's identity and limits (canonical JSON); None: one turn
+    keep_tokens: bool = False  # record each turn's prompt and completion token ids and per-token logprobs
 
     def __post_init__(self):
         if self.n < 1:
@@ -41,8 +54,13 @@ class SamplingParams:
     def to_json(self, backend: str) -> str:
         """Canonical JSON of everything that determines a sample (the backend samples differently; an environment's
         episode is part of it, and absent for one turn, so single-turn sampling keeps its JSON and rollout ids)."""
-        fields = {k: v for k, v in asdict(self).items() if not (k == "episode" and v is None)}
+        fields = {k: v for k, v in asdict(self).items() if not (k in OFF_BY_DEFAULT and not v)}
         return json.dumps({**fields, "backend": backend}, sort_keys=True, separators=(",", ":"))
+
+
+# Left out of the identity while off, so turning on a newer option leaves every earlier rollout id and cache key as it
+# was: an episode (None), token capture (False: with it the samples carry token ids, another cache entry).
+OFF_BY_DEFAULT = ("episode", "keep_tokens")
 
 
 def _hash_int(*parts: object) -> int:

@@ -17,6 +17,8 @@ Only the leading trace counts: a `<think>` later in the answer is answer text. A
 
 from dataclasses import dataclass
 
+from rewardmill.transforms.sampling.params import token_fields
+
 STATUSES = ("none", "closed", "unclosed", "no_answer")
 
 
@@ -94,9 +96,11 @@ def blocked_reason(status: str | None) -> str | None:
     return Split(None, "", status).credit_blocked if status in BLOCKED else None
 
 
-def single_turn_columns(sample, split: Split) -> dict:
-    """ROLLOUT_V3's columns for a one-turn sample whose text was split (rollouts.reasoning without an environment):
-    `completion` is the answer, the trace is `reasoning`, and `turns` holds the one assistant message."""
+def single_turn_columns(sample, split: Split | None) -> dict:
+    """ROLLOUT_V3's columns for a one-turn sample (rollouts.reasoning or keep_tokens without an environment):
+    `completion` is the answer, the trace is `reasoning`, and `turns` holds the one assistant message, with its token
+    ids and logprobs when the sample kept them. `split` None: reasoning is off, the text is the answer."""
+    split = split or Split(None, sample.completion, None)
     turn = {
         "role": "assistant",
         "content": split.answer,
@@ -107,6 +111,7 @@ def single_turn_columns(sample, split: Split) -> dict:
         "n_tokens": sample.n_tokens,
         "finish_reason": sample.finish_reason,
         "info": None,
+        **token_fields(sample.tokens),
     }
     return {
         "completion": split.answer,

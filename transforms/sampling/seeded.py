@@ -21,7 +21,15 @@ TOP_P_WINDOW = 256
 class SeededSampler:
     """A LogitsProcessor: returns scores whose argmax is the sampled token; accumulates raw logprobs."""
 
-    def __init__(self, seeds: list[int], temperature: float, top_k: int, top_p: float, eos_token_ids: list[int]):
+    def __init__(
+        self,
+        seeds: list[int],
+        temperature: float,
+        top_k: int,
+        top_p: float,
+        eos_token_ids: list[int],
+        keep_logprobs: bool = False,
+    ):
         self.generators = [torch.Generator().manual_seed(s) for s in seeds]
         self.temperature = temperature
         self.top_k = top_k
@@ -31,6 +39,8 @@ class SeededSampler:
         self.logprob_sum = torch.zeros(rows, dtype=torch.float64)
         self.n_tokens = torch.zeros(rows, dtype=torch.long)
         self.done = torch.zeros(rows, dtype=torch.bool)
+        # keep_logprobs: each row's raw logprob of every token it drew (rollouts.keep_tokens), until its EOS
+        self.token_logprobs: list[list[float]] | None = [[] for _ in seeds] if keep_logprobs else None
 
     def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
         scores = scores.float()
@@ -44,7 +54,11 @@ class SeededSampler:
             probs = probs.masked_fill(top_p_drop(probs, self.top_p), 0.0)
         chosen = draw(probs, self.generators)
         live = ~self.done
-        self.logprob_sum += torch.where(live, raw_logprobs.gather(1, chosen[:, None])[:, 0].double(), 0.0)
+        drawn = raw_logprobs.gather(1, chosen[:, None])[:, 0].double()
+        self.logprob_sum += torch.where(live, drawn, 0.0)
+        if self.token_logprobs is not None:
+            for row in live.nonzero()[:, 0].tolist():
+                self.token_logprobs[row].append(float(drawn[row]))
         self.n_tokens += live.long()
         self.done |= torch.isin(chosen, self.eos)
         forced = torch.full_like(scores, float("-inf"))

@@ -112,7 +112,9 @@ def sample_texts(
     tok = policy.tokenizer
     enc = tok(list(texts), return_tensors="pt", padding=True, add_special_tokens=False)
     enc = {k: v.to(policy.model.device) for k, v in enc.items()}
-    sampler = SeededSampler(list(seeds), sp.temperature, sp.top_k, sp.top_p, policy.eos_token_ids)
+    sampler = SeededSampler(
+        list(seeds), sp.temperature, sp.top_k, sp.top_p, policy.eos_token_ids, keep_logprobs=sp.keep_tokens
+    )
     config = GenerationConfig(
         do_sample=False,  # the SeededSampler draws the token; greedy just takes it
         max_new_tokens=sp.max_new_tokens,
@@ -133,9 +135,20 @@ def sample_texts(
                 n_tokens=n_tokens,
                 finish_reason="stop" if bool(sampler.done[row]) else "length",
                 logprob_sum=float(sampler.logprob_sum[row]),
+                tokens=_tokens(enc, generated, sampler, row, n_tokens) if sp.keep_tokens else None,
             )
         )
     return samples
+
+
+def _tokens(enc: dict, generated, sampler: SeededSampler, row: int, n_tokens: int) -> dict:
+    """What row `row` was fed (its prompt ids, left padding cut) and drew, with the raw logprob of each drawn token."""
+    prompt = enc["input_ids"][row][enc["attention_mask"][row].bool()].tolist()
+    return {
+        "prompt_ids": prompt,
+        "completion_ids": generated[row, :n_tokens].tolist(),
+        "logprobs": sampler.token_logprobs[row][:n_tokens],
+    }
 
 
 def _text(decoded: str, strip: bool) -> str:

@@ -38,10 +38,16 @@ def turn_sampling_kwargs(sp: SamplingParams, seed: int) -> dict[str, Any]:
     }
 
 
-def to_samples(request_output, seed: int) -> list[Sample]:
-    """vllm.RequestOutput -> Samples in index order."""
+def to_samples(request_output, seed: int, keep_tokens: bool = False) -> list[Sample]:
+    """vllm.RequestOutput -> Samples in index order; with keep_tokens, each with the prompt's token ids, its own and
+    their raw logprobs (`logprobs=0` returns the sampled token's)."""
     samples = []
     for out in sorted(request_output.outputs, key=lambda o: o.index):
+        tokens = None
+        if keep_tokens:
+            ids = list(out.token_ids)
+            logprobs = [position[token].logprob for position, token in zip(out.logprobs or [], ids, strict=True)]
+            tokens = {"prompt_ids": list(request_output.prompt_token_ids), "completion_ids": ids, "logprobs": logprobs}
         samples.append(
             Sample(
                 index=out.index,
@@ -50,6 +56,7 @@ def to_samples(request_output, seed: int) -> list[Sample]:
                 n_tokens=len(out.token_ids),
                 finish_reason="length" if out.finish_reason == "length" else "stop",
                 logprob_sum=out.cumulative_logprob,
+                tokens=tokens,
             )
         )
     return samples
@@ -63,7 +70,7 @@ def generate_vllm(llm, conversations: Sequence[list[dict]], prompt_ids: Sequence
     prompts = token_prompts(tokenizer, chat_texts(tokenizer, conversations))
     params = [VLLMSamplingParams(**vllm_sampling_kwargs(sp, pid)) for pid in prompt_ids]
     outputs = llm.generate(prompts, params, use_tqdm=False)
-    return [to_samples(out, p.seed) for out, p in zip(outputs, params, strict=True)]
+    return [to_samples(out, p.seed, sp.keep_tokens) for out, p in zip(outputs, params, strict=True)]
 
 
 def generate_vllm_turns(
@@ -82,7 +89,7 @@ def generate_vllm_turns(
     prompts = token_prompts(tokenizer, turn_texts(tokenizer, conversations, tools, turns_from))
     params = [VLLMSamplingParams(**turn_sampling_kwargs(sp, seed)) for seed in seeds]
     outputs = llm.generate(prompts, params, use_tqdm=False)
-    return [to_samples(out, seed)[0] for out, seed in zip(outputs, seeds, strict=True)]
+    return [to_samples(out, seed, sp.keep_tokens)[0] for out, seed in zip(outputs, seeds, strict=True)]
 
 
 class VLLMPolicyHandler(PolicyHandler):

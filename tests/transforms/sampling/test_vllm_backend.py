@@ -120,6 +120,29 @@ def test_vllm_sees_the_transformers_prompt_tokens_and_reports_raw_logprobs(vllm_
     assert sample.cumulative_logprob == pytest.approx(raw, abs=1e-2)
 
 
+def test_keep_tokens_records_what_vllm_fed_and_drew(vllm_engine, policy_dir):
+    """rollouts.keep_tokens on vLLM: each sample's prompt ids are the transformers tokenization (one chat format for
+    both), its drawn ids decode to its text, and the per-token logprobs are the sampled tokens' raw ones, summing to
+    vLLM's cumulative logprob. Single samples and an episode's turns (generate_vllm_turns) alike."""
+    from dataclasses import replace
+
+    from rewardmill.transforms.sampling.vllm_backend import generate_vllm, generate_vllm_turns
+
+    policy = load_policy(str(policy_dir))
+    keep = replace(SP, keep_tokens=True)
+    messages = [prompt(i)["messages"] for i in range(2)]
+    singles = [s for per in generate_vllm(vllm_engine, messages, ["p0", "p1"], keep) for s in per]
+    turns = generate_vllm_turns(vllm_engine, messages, [11, 12], keep, None)
+    texts = chat_texts(policy.tokenizer, messages)
+    for i, s in enumerate([*singles, *turns]):
+        fed = policy.tokenizer(texts[i // SP.n if i < len(singles) else i - len(singles)], add_special_tokens=False)
+        assert s.tokens["prompt_ids"] == fed["input_ids"]
+        assert len(s.tokens["completion_ids"]) == len(s.tokens["logprobs"]) == s.n_tokens
+        assert policy.tokenizer.decode(s.tokens["completion_ids"], skip_special_tokens=True).strip() == s.completion
+        assert sum(s.tokens["logprobs"]) == pytest.approx(s.logprob_sum, abs=1e-4)
+    assert all(s.tokens is None for per in generate_vllm(vllm_engine, messages[:1], ["p0"], SP) for s in per)
+
+
 def test_a_batch_larger_than_one_engine_step_keeps_its_seeds(vllm_engine, policy_dir):
     """More prompt tokens than one engine step takes (4096): with chunked prefill, vLLM's CPU build killed its engine
     ("CPU Generator does not use offset") when it cut a seeded prompt; the CPU defaults turn it off. The 40 prompts
