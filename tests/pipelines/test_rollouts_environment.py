@@ -163,3 +163,27 @@ def test_a_stage_killed_mid_episodes_resumes_to_the_bytes_of_an_uninterrupted_ru
     replayed = re.search(r"(\d+) episode turns sampled now, (\d+) replayed from the cache", resumed.stderr)
     assert replayed and int(replayed[2]) == cached_turns - in_finished, resumed.stderr[-3000:]  # and only those
     assert (tmp_path / "resumed" / SHARD).read_bytes() == (tmp_path / "whole" / SHARD).read_bytes()
+
+
+def test_python_tool_speaks_the_templates_own_tool_format_where_it_has_one(tmp_path, params_file, inputs):
+    """`system_prompt: null`: the rollouts stage tells the environment whether the policy's template renders tools.
+    The default model's does not (the text protocol's system message is in what it was fed); the same model under a
+    Hermes-style tools template is fed the template's own tool block and no protocol message. Read from the token ids
+    the turn was fed (keep_tokens), and the config each rollout records."""
+    from transformers import AutoTokenizer
+
+    from rewardmill.transforms.environments.python_tool import TOOL
+    from rewardmill.transforms.environments.tool_calls import protocol_prompt
+    from tests.transforms.environments.test_native_tools import with_tools_template
+
+    params, prompts, model = inputs
+    params["rollouts"].update(n=1, keep_tokens=True)
+    params["rollouts"]["environment"] = {"name": "python_tool", "max_turns": 1}
+    native = with_tools_template(model, tmp_path / "tools-policy")
+    for policy, expected in ((model, True), (native, False)):
+        rows = read_rows(str(run_stage(tmp_path, params_file, params, prompts, policy, f"r-{expected}")))
+        tokenizer = AutoTokenizer.from_pretrained(policy)
+        for row in rows:
+            assert json.loads(row["environment"]["config"])["system_prompt"] is expected
+            fed = tokenizer.decode(row["turns"][0]["prompt_token_ids"])
+            assert (protocol_prompt([TOOL]) in fed) is expected and ("<tools>" in fed) is (not expected)

@@ -85,6 +85,15 @@ class PromptingEnvironment(Protocol):
 
 
 @runtime_checkable
+class TemplateAwareEnvironment(Protocol):
+    """An environment whose format depends on the policy's chat template (a native tool format, or a text protocol).
+    The stage calls it once, before the first episode, with whether the template renders `tools` (None: it cannot
+    tell, as for a served policy, whose template is the server's)."""
+
+    def use_template(self, renders_tools: bool | None) -> None: ...
+
+
+@runtime_checkable
 class ClosingEnvironment(Protocol):
     """An environment that holds something to release when the stage ends (a sandbox pool)."""
 

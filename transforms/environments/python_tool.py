@@ -16,7 +16,7 @@ step's info (`tool_errors`, `timeouts`, `crashes`, `truncated`). After `max_call
 calls and asks for the final answer.
 """
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from rewardmill.transforms.environments.contract import StepResult
@@ -43,9 +43,10 @@ class PythonToolConfig:
     memory_mb: int = 256  # address space of the code's process
     max_output_chars: int = 2000  # of stdout + stderr in the tool message; the rest is cut, and said so
     max_calls: int = 4  # tool calls per trajectory; then the tool refuses and asks for the answer
-    # the text protocol (templates without a tool format): its system message, and each assistant turn's content is
-    # what the policy wrote, calls included; false: the chat template's own tool format renders the parsed calls
-    system_prompt: bool = True
+    # true: the text protocol (its system message; each assistant turn's content is what the policy wrote, calls
+    # included); false: the chat template's own tool format (it renders `tools` and the parsed calls); null: the
+    # template's own when it renders tools (Qwen2.5/3, Hermes style `<tool_call>` JSON), else the text protocol
+    system_prompt: bool | None = None
     max_attempts: int = 1  # answers the policy may give; a wrong one below this gets `feedback` and another turn
     feedback: str = "That is not correct. Try again."
     verifiers: dict[str, str] = field(default_factory=lambda: dict(DEFAULT_VERIFIERS))
@@ -60,17 +61,25 @@ class PythonToolConfig:
 
 class PythonToolEnvironment:
     name = "python_tool"
-    # 2: in the text protocol, an assistant turn's content keeps its calls as written; 3: max_attempts, and every
-    # answer's info records its attempt
+    # 2: in the text protocol, an assistant turn's content keeps its calls as written; 3: max_attempts, every
+    # answer's info records its attempt, and system_prompt null (the template's own tool format where it has one)
     version = "3"
     Config = PythonToolConfig
 
     def __init__(self, config: PythonToolConfig):
         from rewardmill.transforms.sandbox.runner import Sandbox
 
-        self.config = config
+        # system_prompt null waits for use_template; until then (or when the stage cannot tell) the text protocol
+        self.config = config if config.system_prompt is not None else replace(config, system_prompt=True)
+        self._auto = config.system_prompt is None
         self.sandbox = Sandbox()
         self._verifiers = TaskVerifiers(config.verifiers, config.verifier_config)
+
+    def use_template(self, renders_tools: bool | None) -> None:
+        """system_prompt null: the chat template's own tool format when it renders tools, else the text protocol.
+        The resolved value is the config the rollouts record."""
+        if self._auto:
+            self.config = replace(self.config, system_prompt=not renders_tools)
 
     def tools(self) -> list[dict[str, Any]]:
         return [TOOL]

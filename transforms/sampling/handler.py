@@ -11,6 +11,7 @@ from typing import Any
 
 from apache_beam.ml.inference.base import ModelHandler
 
+from rewardmill.transforms.environments.contract import TemplateAwareEnvironment, has_hook
 from rewardmill.transforms.io import timings
 from rewardmill.transforms.io.progress import Progress
 from rewardmill.transforms.sampling.cache import RolloutCache
@@ -61,6 +62,10 @@ class PolicyHandler(ModelHandler):
         tools = requests[0].tools if requests else None
         return [r.messages for r in requests], [r.seed for r in requests], tools, [r.turns_from for r in requests]
 
+    def _chat_tokenizer(self, model):
+        """The tokenizer whose chat template formats the policy's turns here; None where the server formats them."""
+        return None
+
     def _token_counter(self, model) -> Callable[[str], int] | None:
         """Counts a text's tokens with the policy's tokenizer (reasoning_tokens); None where there is none here."""
         return None
@@ -86,6 +91,11 @@ class PolicyHandler(ModelHandler):
         if self._env is None:
             cls, config = self.environment.resolve()
             self._env = cls(config)
+            if has_hook(self._env, TemplateAwareEnvironment):
+                from rewardmill.transforms.sampling.transformers_generate import renders_tools
+
+                tokenizer = self._chat_tokenizer(model)
+                self._env.use_template(None if tokenizer is None else renders_tools(tokenizer))
         split = None if self.reasoning is None else functools.partial(split_reasoning, tags=self.reasoning)
         turns = self.cache.turns(self._timed_turns(model))  # a batch killed mid-episode replays its finished turns
         return run_batch(self._env, self.environment.limits(), prompts, self.sampling, turns, split)

@@ -55,5 +55,8 @@ class TransformersPolicyHandler(PolicyHandler):
         messages, seeds, tools, starts = self._turn_inputs(requests)
         return generate_turns(model, messages, seeds, self.sampling, tools, starts)
 
+    def _chat_tokenizer(self, model: LoadedPolicy):
+        return model.tokenizer
+
     def _token_counter(self, model: LoadedPolicy):
         return token_counter(model.tokenizer)

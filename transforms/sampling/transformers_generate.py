@@ -96,6 +96,20 @@ def turn_texts(
     return texts
 
 
+PROBE_TOOL = {"type": "function", "function": {"name": "probe", "description": "", "parameters": {"type": "object"}}}
+
+
+def renders_tools(tokenizer) -> bool:
+    """Whether the tokenizer's chat template has a tool format: given tools, it formats a conversation differently
+    (SmolLM2's ignores them). Rendered, not guessed from the template's source."""
+    messages = [{"role": "user", "content": "hi"}]
+
+    def render(tools):
+        return tokenizer.apply_chat_template(messages, tools=tools, add_generation_prompt=True, tokenize=False)
+
+    return render([PROBE_TOOL]) != render(None)
+
+
 def token_counter(tokenizer):
     """Counts a text's tokens as the policy tokenizes generated text (no special tokens added): reasoning_tokens."""
     return lambda text: len(tokenizer(text, add_special_tokens=False)["input_ids"])

@@ -123,5 +123,8 @@ class VLLMPolicyHandler(PolicyHandler):
         messages, seeds, tools, starts = self._turn_inputs(requests)
         return generate_vllm_turns(model, messages, seeds, self.sampling, tools, starts)
 
+    def _chat_tokenizer(self, model):
+        return model.get_tokenizer()
+
     def _token_counter(self, model):
         return token_counter(model.get_tokenizer())
