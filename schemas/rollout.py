@@ -42,7 +42,7 @@ ROLLOUT_V2 = versioned(
 # without either the stage writes v2, byte for byte as before). `completion` stays the final assistant answer, so
 # every single-turn labeler reads it unchanged; `n_tokens`, `finish_reason` and `logprob_sum` are over all assistant
 # turns (finish: the last turn's). `reasoning_status` and `reasoning_tokens`, and the turns' token ids and logprobs
-# (rollouts.keep_tokens), were added before v3 was released.
+# (rollouts.keep_tokens), and `prompt_messages`, were added before v3 was released.
 ROLLOUT_V3 = versioned(
     "rollout",
     3,
@@ -58,5 +58,9 @@ ROLLOUT_V3 = versioned(
         pa.field("stop_reason", pa.string()),  # done | max_turns | max_tokens | error
         pa.field("env_reward", pa.float64()),  # the environment's own outcome reward, None when it gives none
         pa.field("env_info", pa.string()),  # the environment's last step info (JSON)
+        # the prompt as the policy was fed it, when the environment added a system message (the text protocol's tool
+        # instructions), merged as every turn had it; None: `messages` as they are. Pairs and SFT rows use it as
+        # `prompt`, so a trainer sees the instructions the sampled turns followed
+        pa.field("prompt_messages", MESSAGES),
     ],
 )

@@ -283,6 +283,8 @@ def test_the_agentic_experiment_on_vllm_builds_multi_turn_datasets_trl_trains(pr
         loaded = load_dataset(str(project / "export"), config)
         rows = concatenate_datasets([loaded[split] for split in sorted(loaded)])
         assert len(rows) >= 1 and all(json.loads(t) for t in rows["tools"]), config  # the tool's schema rides along
+        # SmolLM2's template has no tool format: the prompt is as the policy was fed it, the protocol's system first
+        assert all(p[0]["role"] == "system" and "<tool_call>" in p[0]["content"] for p in rows["prompt"]), config
         if config == "pairs":  # whole trajectories: a failed episode's feedback turns are inside its side
             assert any(len(c) + len(r) > 2 for c, r in zip(rows["chosen"], rows["rejected"], strict=True)), rows[:]
         args = config_cls(output_dir=str(tmp_path / config), **common)

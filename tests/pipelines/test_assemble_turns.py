@@ -35,6 +35,7 @@ def other(role, content, **names):
     return {**turn, "finish_reason": None, "info": None, "tool_call_id": names.get("call"), "name": names.get("name")}
 
 
+PROTOCOL = {"role": "system", "content": "You can call tools. To call one, write ..."}
 TRY_AGAIN = other("user", "That is not correct. Try again.")
 RESULT = other("tool", "4", call="call_0_0", name="python")
 WRONG = assistant("\\boxed{5}", verdict="incorrect")
@@ -55,9 +56,11 @@ def trajectory(prompt_id, index, turns, stop, reward, info):
     final = [t for t in turns if t["role"] == "assistant"]
     row = rollout(prompt_id, index, (final[-1]["content"] or "") if final else "")
     row["messages"] = [{"role": "user", "content": f"What is 2 + 2? ({prompt_id})"}]  # distinct prompts (dedup)
+    # p2 ran with a tool protocol's system message (python_tool on a template without tools): the prompt as fed
+    fed = [PROTOCOL, *row["messages"]] if prompt_id == "p2" else None
     return {**row, "n_tokens": sum(t["n_tokens"] for t in final), "reasoning": None, "reasoning_status": None,
             "reasoning_tokens": None, "turns": turns, "tools": TOOLS, "environment": ENV, "stop_reason": stop,
-            "env_reward": reward, "env_info": json.dumps(info)}  # fmt: skip
+            "env_reward": reward, "env_info": json.dumps(info), "prompt_messages": fed}  # fmt: skip
 
 
 def write_trajectories(root) -> Path:
@@ -122,6 +125,10 @@ def test_trajectories_make_turn_rows_that_validate(tmp_path, params_file, trajec
     assert pair["rejected"][-1]["content"] == "\\boxed{3}" and pair["tools"] == TOOLS
     sft = {r["rollout_id"]: r for r in read_rows(str(out / "sft"))}
     assert set(sft) == {"p1-r0", "p2-r0"}
+    # the prompt a trainer sees is the one the turns followed: with the tool protocol's system message where the
+    # environment added one, the prompt's own messages where it added none
+    assert sft["p2-r0"]["prompt"] == [PROTOCOL, {"role": "user", "content": "What is 2 + 2? (p2)"}]
+    assert sft["p1-r0"]["prompt"] == pair["prompt"] == [{"role": "user", "content": "What is 2 + 2? (p1)"}]
     tool_turn, tool_result, final = sft["p2-r0"]["completion"]
     assert tool_turn["tool_calls"][0]["function"] == CALL["function"] and tool_turn["content"] == CALL_TEXT
     assert (tool_result["role"], tool_result["tool_call_id"], final["content"]) == ("tool", "call_0_0", "\\boxed{4}")

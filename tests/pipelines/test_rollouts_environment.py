@@ -187,3 +187,7 @@ def test_python_tool_speaks_the_templates_own_tool_format_where_it_has_one(tmp_p
             assert json.loads(row["environment"]["config"])["system_prompt"] is expected
             fed = tokenizer.decode(row["turns"][0]["prompt_token_ids"])
             assert (protocol_prompt([TOOL]) in fed) is expected and ("<tools>" in fed) is (not expected)
+            # the prompt as fed is kept for the datasets where the environment added a system message
+            added = row["prompt_messages"]
+            assert (added == [{"role": "system", "content": protocol_prompt([TOOL])}, *row["messages"]]) is expected
+            assert (added is None) is (not expected)

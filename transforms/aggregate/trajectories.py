@@ -11,7 +11,16 @@ import pyarrow as pa
 
 from rewardmill.schemas.trajectory import CHAT_MESSAGE, CHAT_MESSAGES
 
-TRAJECTORY_COLUMNS = ("turns", "tools", "environment")  # what the trajectory outputs read beyond SAMPLE_COLUMNS
+# what the trajectory outputs read beyond SAMPLE_COLUMNS
+TRAJECTORY_COLUMNS = ("turns", "tools", "environment", "prompt_messages")
+
+
+def fed_prompt(messages: str, prompt_messages: str) -> pl.Expr:
+    """A trajectory dataset's `prompt`: the prompt as the policy was fed it (with the environment's system message),
+    else the prompt's messages."""
+    return pl.coalesce(pl.col(prompt_messages), pl.col(messages))
+
+
 CHAT_FIELDS = tuple(f.name for f in CHAT_MESSAGE)
 
 

@@ -50,8 +50,11 @@ def _arguments(arguments: Any) -> str | None:
     return canonical_json(arguments)
 
 
-def trajectory_columns(trajectory: Trajectory, environment, tools: list[dict[str, Any]] | None) -> dict[str, Any]:
-    """The V3 columns of one trajectory (the V2 ones, `completion` and the token accounting, come from it too)."""
+def trajectory_columns(
+    trajectory: Trajectory, environment, tools: list[dict[str, Any]] | None, prompt_messages: list | None = None
+) -> dict[str, Any]:
+    """The V3 columns of one trajectory (the V2 ones, `completion` and the token accounting, come from it too).
+    `prompt_messages`: the prompt as fed, when the environment added a system message (None otherwise)."""
     final = trajectory.assistant_turns[-1] if trajectory.assistant_turns else {}
     return {
         "completion": trajectory.completion,
@@ -67,4 +70,5 @@ def trajectory_columns(trajectory: Trajectory, environment, tools: list[dict[str
         "stop_reason": trajectory.stop_reason,
         "env_reward": trajectory.reward,
         "env_info": canonical_json(trajectory.info) if trajectory.info else None,
+        "prompt_messages": prompt_messages,
     }

@@ -216,14 +216,21 @@ def _plain(message: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in message.items() if k not in TURN_ACCOUNTING and k not in PARSE_NOTES}
 
 
-def _conversation(episode: _Live, system: dict[str, str] | None) -> tuple[list[dict[str, Any]], int]:
-    """The conversation the policy continues, and where the episode's turns start in it."""
-    messages = list(episode.prompt["messages"])
+def fed_prompt(prompt_messages: list[dict[str, Any]], system: dict[str, str] | None) -> list[dict[str, Any]]:
+    """The prompt's messages as the policy is fed them: with the environment's system message, if any, first (one
+    system message: the environment's, then the prompt's own)."""
+    messages = list(prompt_messages)
     if system is not None:
-        if messages and messages[0]["role"] == "system":  # one system message: the protocol, then the prompt's own
+        if messages and messages[0]["role"] == "system":
             messages[0] = {"role": "system", "content": f"{system['content']}\n\n{messages[0]['content']}"}
         else:
             messages.insert(0, system)
+    return messages
+
+
+def _conversation(episode: _Live, system: dict[str, str] | None) -> tuple[list[dict[str, Any]], int]:
+    """The conversation the policy continues, and where the episode's turns start in it."""
+    messages = fed_prompt(episode.prompt["messages"], system)
     return [*messages, *(_plain(t) for t in episode.trajectory.turns)], len(messages)
 
 

@@ -5,8 +5,14 @@ from collections.abc import Callable
 from typing import Any
 
 from rewardmill.transforms.environments.columns import trajectory_columns
-from rewardmill.transforms.environments.contract import ToolEnvironment, has_hook
-from rewardmill.transforms.environments.episodes import EpisodeLimits, Trajectory, TurnGenerate, run_episodes
+from rewardmill.transforms.environments.contract import PromptingEnvironment, ToolEnvironment, has_hook
+from rewardmill.transforms.environments.episodes import (
+    EpisodeLimits,
+    Trajectory,
+    TurnGenerate,
+    fed_prompt,
+    run_episodes,
+)
 from rewardmill.transforms.sampling.params import Sample, SamplingParams
 
 
@@ -21,12 +27,17 @@ def run_batch(
     """sp.n trajectories per prompt (seeded as single-turn samples are), each as a Sample with `trajectory` set;
     `split` (transforms/sampling/reasoning.py) takes each turn's reasoning apart from its answer."""
     tools = environment.tools() if has_hook(environment, ToolEnvironment) else None
+    system = environment.system_message() if has_hook(environment, PromptingEnvironment) else None
     trajectories = run_episodes(environment, prompts, sp.n, sp.seed, generate, limits, tools, split)
-    return [[as_sample(t, environment, tools) for t in per_prompt] for per_prompt in trajectories]
+    fed = [None if system is None else fed_prompt(p["messages"], system) for p in prompts]
+    return [[as_sample(t, environment, tools, f) for t in per] for f, per in zip(fed, trajectories, strict=True)]
 
 
-def as_sample(trajectory: Trajectory, environment, tools: list[dict[str, Any]] | None) -> Sample:
-    columns = trajectory_columns(trajectory, environment, tools)
+def as_sample(
+    trajectory: Trajectory, environment, tools: list[dict[str, Any]] | None, prompt_messages: list | None = None
+) -> Sample:
+    """A trajectory as a Sample; `prompt_messages`: the prompt as fed, when the environment added a system message."""
+    columns = trajectory_columns(trajectory, environment, tools, prompt_messages)
     return Sample(
         index=trajectory.index,
         seed=trajectory.seed,

@@ -12,7 +12,7 @@ import pyarrow as pa
 
 from rewardmill.schemas import PAIR_V2, PAIR_V3
 from rewardmill.transforms.aggregate.prompts import prompt_columns
-from rewardmill.transforms.aggregate.trajectories import chat_messages
+from rewardmill.transforms.aggregate.trajectories import chat_messages, fed_prompt
 from rewardmill.transforms.io.frames import frame_to_table
 from rewardmill.transforms.pairing.strategies import PairsConfig, length_ratio, stable_hash
 
@@ -110,7 +110,7 @@ def build_pair_rows(
     """picked (strategies.PAIR_COLUMNS) + scored rollouts -> (PAIR_V2 table, dropped pairs). `prompts`: the prompts'
     own columns (aggregate/prompts.PROMPT_COLUMNS); None = `scored` carries them. With `trajectories` (scored
     carries `turns` and `tools`): PAIR_V3, each side every message after the prompt, tool calls included."""
-    columns = (*SIDE_COLUMNS, "turns", "tools") if trajectories else SIDE_COLUMNS
+    columns = (*SIDE_COLUMNS, "turns", "tools", "prompt_messages") if trajectories else SIDE_COLUMNS
     side = scored.select(*columns)
     chosen = scored.select(*columns, "task", "split").rename({c: f"{c}_c" for c in columns})
     messages = prompt_columns(scored, prompts).select("prompt_id", "messages")
@@ -136,7 +136,8 @@ def build_pair_rows(
     rows = kept.select(
         "pair_id",
         "prompt_id",
-        prompt="messages",
+        # one environment ran the prompt's episodes: the chosen side's fed prompt is the rejected side's too
+        prompt=fed_prompt("messages", "prompt_messages_c") if trajectories else pl.col("messages"),
         **sides,
         score_chosen="reward_c",
         score_rejected="reward_r",

@@ -124,6 +124,7 @@ def single_turn_columns(sample, split: Split | None) -> dict:
         "stop_reason": "done",
         "env_reward": None,
         "env_info": None,
+        "prompt_messages": None,
     }
 
 
