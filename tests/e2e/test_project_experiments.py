@@ -226,11 +226,12 @@ def test_the_agentic_experiment_on_vllm_builds_multi_turn_datasets_trl_trains(pr
     """docs/environments.md's agentic experiment, sampled by vLLM's CPU build (`-S rollouts.backend=vllm` added, as
     docs/gpu.md says): 8 math prompts in the python_tool environment with verifier feedback, 2 episodes each, at most
     3 turns; the outcome and turn labelers; multi-turn pairs, SFT rows with their `tools`, RL rows naming the
-    environment and turn-level PRM rows that validate and export; one step each of TRL's DPO and SFT trainers on the
-    exported configs. Last in this module: the experiment's outputs replace the workspace's."""
+    environment and turn-level PRM rows that validate and export; one step each of TRL's DPO, SFT and PRM trainers
+    on the exported configs. Last in this module: the experiment's outputs replace the workspace's."""
     from datasets import concatenate_datasets, load_dataset
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoModelForCausalLM, AutoModelForTokenClassification, AutoTokenizer
     from trl import DPOConfig, DPOTrainer, SFTConfig, SFTTrainer
+    from trl.experimental.prm import PRMConfig, PRMTrainer
 
     experiment = [
         str(BIN / "dvc"), "exp", "run", "-n", "agentic",
@@ -292,3 +293,13 @@ def test_the_agentic_experiment_on_vllm_builds_multi_turn_datasets_trl_trains(pr
         trainer = trainer_cls(model=network, processing_class=tokenizer, train_dataset=rows, args=args)
         loss = trainer.train().training_loss
         assert loss == loss, config  # a number, not NaN
+
+    # the turn-level process rows: one per trajectory, its assistant turns as steps, in TRL's stepwise format
+    loaded = load_dataset(str(project / "export"), "prm")
+    rows = concatenate_datasets([loaded[split] for split in sorted(loaded)])
+    assert set(rows["method"]) == {"turns"} and any(len(c) > 1 for c in rows["completions"])
+    network = AutoModelForTokenClassification.from_pretrained(model, num_labels=2)
+    network.config.pad_token_id = tokenizer.pad_token_id  # a new scoring head: padding must be known to score a batch
+    args = PRMConfig(output_dir=str(tmp_path / "prm"), **common)
+    loss = PRMTrainer(model=network, processing_class=tokenizer, train_dataset=rows, args=args).train().training_loss
+    assert loss == loss, "prm"
