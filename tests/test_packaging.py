@@ -103,3 +103,20 @@ def test_every_imported_package_is_a_declared_dependency():
             continue
         problems.append(f"{module} (from {sorted(dists) or 'nothing installed'}) imported by {sorted(files)[:3]}")
     assert not problems, "imported but not a declared dependency:\n" + "\n".join(problems)
+
+
+def test_the_environments_extra_installs_its_pins_beside_the_lock():
+    """The `environments` extra (reasoning-gym, verifiers) resolves with the lock only through four pins (docs/
+    libraries.md): installed by `make dev`, each package imports and is the version the lock names, and so are the
+    pins it needed."""
+    import importlib
+
+    lock = dict(line.split("==") for line in (REPO / "requirements.lock").read_text().split())
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    assert project["optional-dependencies"]["environments"] == ["reasoning-gym==0.1.25", "verifiers==0.4.0"]
+    for dist, module in (("reasoning_gym", "reasoning_gym"), ("verifiers", "verifiers")):
+        importlib.import_module(module)
+        assert metadata.version(dist) == lock[dist], dist
+    for dist in ("openai", "mcp", "mcp-types", "tabulate"):
+        assert metadata.version(dist) == lock[dist], dist
+    assert (lock["openai"], lock["mcp"], lock["tabulate"]) == ("2.54.0", "2.0.0", "0.9.0")
