@@ -23,7 +23,7 @@ import apache_beam as beam
 import polars as pl
 import pyarrow as pa
 
-from rewardmill.schemas import LABEL_V1, ROLLOUT_V2, ROLLOUT_V3
+from rewardmill.schemas import LABEL_V1, PROMPT_V1, ROLLOUT_V2, ROLLOUT_V3
 from rewardmill.schemas.common import schema_id
 from rewardmill.transforms.config import load_section
 from rewardmill.transforms.errors import UserError
@@ -39,7 +39,7 @@ from rewardmill.transforms.labelers.beam import (
     LabelAll,
     LabelRollouts,
 )
-from rewardmill.transforms.labelers.contract import declared_tasks
+from rewardmill.transforms.labelers.contract import PROMPT_ONLY_COLUMNS, declared_tasks
 from rewardmill.transforms.labelers.judge_base import JUDGE_CALL_FAILED, JudgeLabeler
 from rewardmill.transforms.labelers.normalize import normalize_output
 from rewardmill.transforms.labelers.params import LabelerParams, resolve
@@ -88,13 +88,22 @@ def build(
     flush_every: int = 64,
     total: int | None = None,
     over_budget: frozenset[str] = frozenset(),
+    prompts_dir: str | None = None,
 ) -> None:
     cls, config = resolve(name, params)
     dofn = LabelRollouts(cls, config, name, cache_dir, flush_every, total, tasks=params.tasks)
     if over_budget:
         dofn.over_budget(over_budget, f"params labelers.{name}.budget ({params.budget.describe()})")
     read = ReadStageOutput(rollouts_dir, rollouts_schema(rollouts_dir))
-    labeled = p | "Read rollouts" >> read | f"Label {name}" >> LabelAll(dofn)
+    rows = p | "Read rollouts" >> read
+    if prompts_dir is not None:  # a labeler that reads what only the prompts keep (their metadata)
+        metadata = (
+            p
+            | "Read prompts" >> ReadStageOutput(prompts_dir, PROMPT_V1)
+            | "Prompt metadata" >> beam.Map(lambda r: (r["prompt_id"], r["metadata"]))
+        )
+        rows = rows | "Join prompt metadata" >> beam.Map(with_metadata, beam.pvalue.AsDict(metadata))
+    labeled = rows | f"Label {name}" >> LabelAll(dofn)
     _ = labeled.labels | "Write labels" >> WriteSortedParquet(
         out_dir, LABEL_V1, sort_key=lambda r: f"{r['rollout_id']}\x00{r['aspect']}", num_shards=params.num_shards
     )
@@ -107,6 +116,24 @@ def build(
         | "All counts" >> beam.combiners.ToDict()
         | "Write counts" >> beam.ParDo(WriteJson(storage.join(out_dir, NOT_APPLICABLE_FILE)))
     )
+
+
+def with_metadata(row: dict[str, Any], metadata: dict[str, str | None]) -> dict[str, Any]:
+    """The rollout with its prompt's metadata (a new dict: the row handed in is not changed)."""
+    return {**row, "metadata": metadata.get(row["prompt_id"])}
+
+
+def prompts_needed(cls, prompts: str | None, name: str) -> str | None:
+    """--prompts when the labeler reads a prompt-only column (None otherwise), or a clear error when it is missing."""
+    if not set(cls.reads) & set(PROMPT_ONLY_COLUMNS):
+        return None
+    if prompts is None:
+        raise UserError(
+            f"labeler {name!r} reads the prompts' {sorted(set(cls.reads) & set(PROMPT_ONLY_COLUMNS))}: run the stage "
+            "with --prompts data/prompts (dvc.yaml's label stage passes it)"
+        )
+    storage.check_readable(prompts, "prompts")
+    return prompts
 
 
 def check_not_all_errors(stage: str, out_dir: str) -> None:
@@ -236,7 +263,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--cache", default=None, help="per-record label cache folder (kept across runs)")
     parser.add_argument("--cache-flush-every", type=int, default=64, help="labels per cache segment file")
     parser.add_argument("--metrics", default=None, help="write the stage's DVC metrics JSON here")
-    args = absolute_args(parser.parse_args(argv), "rollouts", "out")
+    parser.add_argument("--prompts", default=None, help="the prompts, for a labeler that reads their metadata")
+    args = absolute_args(parser.parse_args(argv), "rollouts", "out", "prompts")
     args.cache = cache_arg(args.cache)
     setup_logging()
     beam_cfg = load_beam_config()
@@ -244,6 +272,7 @@ def main(argv: list[str] | None = None) -> None:
     cls, config = resolve(args.name, params)  # fail on a bad labeler config before any work
     out = args.out or f"data/labels/{args.name}"
     storage.check_readable(args.rollouts, "rollouts")
+    prompts = prompts_needed(cls, args.prompts, args.name)
     total = count_rows(args.rollouts)  # every one is accounted for (check_conservation)
     stage = f"label@{args.name}"
     budget = admission(args.name, params, args.rollouts, args.cache)
@@ -254,12 +283,12 @@ def main(argv: list[str] | None = None) -> None:
         out,
         beam_cfg,
         lambda p, tmp: build(
-            p, args.name, params, args.rollouts, tmp, args.cache, args.cache_flush_every, total, over
+            p, args.name, params, args.rollouts, tmp, args.cache, args.cache_flush_every, total, over, prompts
         ),
         ManifestSpec(
             LABEL_V1,
             params,
-            {"rollouts": args.rollouts},
+            {"rollouts": args.rollouts} | ({"prompts": prompts} if prompts else {}),
             extra=lambda done: manifest_extra(params, cls, done.checked, probed),
         ),
         check=lambda tmp, result: check_output(stage, args.name, params, cls, config, total, tmp, result),

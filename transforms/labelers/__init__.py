@@ -18,6 +18,7 @@ from rewardmill.transforms.labelers.math_answer import MathAnswerVerifier
 from rewardmill.transforms.labelers.pairwise_judge import PairwiseJudge
 from rewardmill.transforms.labelers.panel_judge import PanelJudge
 from rewardmill.transforms.labelers.pointwise_judge import PointwiseJudge
+from rewardmill.transforms.labelers.reasoning_gym import ReasoningGymVerifier
 from rewardmill.transforms.labelers.reference_judge import ReferenceJudge
 from rewardmill.transforms.labelers.reference_similarity import ReferenceSimilarityVerifier
 from rewardmill.transforms.labelers.reward_model import RewardModelScorer
@@ -38,6 +39,7 @@ LABELERS = {
     "pairwise_judge": PairwiseJudge,
     "panel_judge": PanelJudge,
     "pointwise_judge": PointwiseJudge,
+    "reasoning_gym": ReasoningGymVerifier,
     "reference_judge": ReferenceJudge,
     "reference_similarity": ReferenceSimilarityVerifier,
     "reward_model": RewardModelScorer,

@@ -21,6 +21,11 @@ if TYPE_CHECKING:  # base.py imports this module; polars is only needed by the o
     from rewardmill.transforms.labelers.base import Label
 
 
+# Prompt columns the rollouts do not carry: a labeler whose `reads` names one gets it joined from the prompts by
+# prompt_id (pipelines/label.py; dvc.yaml's label stages pass --prompts).
+PROMPT_ONLY_COLUMNS = ("metadata",)
+
+
 @runtime_checkable
 class Labeler(Protocol):
     """What every labeler has. The stage builds it once per worker as `cls(config)` (config: a `Config` instance)

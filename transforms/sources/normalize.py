@@ -4,7 +4,7 @@ import hashlib
 import json
 from typing import Any
 
-TASKS = ("math", "code", "instruction", "open")
+TASKS = ("math", "code", "instruction", "open", "reasoning")  # reasoning: a task generator's own scorer decides
 ROLES = ("system", "user", "assistant")
 
 

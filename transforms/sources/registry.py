@@ -7,7 +7,7 @@ from typing import Any, Protocol
 
 from rewardmill.transforms.config import from_dict
 from rewardmill.transforms.errors import UserError
-from rewardmill.transforms.sources import arithmetic, code_basics, files, humaneval
+from rewardmill.transforms.sources import arithmetic, code_basics, files, humaneval, reasoning_gym
 from rewardmill.transforms.sources.normalize import RecordError
 
 
@@ -117,6 +117,38 @@ class CodeBasicsSource:
             yield f"{self.name}:{record['metadata']['name']}", record
 
 
+@dataclass(frozen=True)
+class ReasoningGymSource:
+    name: str
+    kind: str = "reasoning_gym"
+    # task name -> {count, seed, config}: `count` entries of reasoning_gym.create_dataset(task, seed=..., **config)
+    tasks: dict = field(default_factory=dict)
+    system_prompt: str | None = "default"  # a reasoning-gym SYSTEM_PROMPTS key, any other text, or null
+    task = reasoning_gym.TASK  # not a params key
+
+    def __post_init__(self):
+        if not self.tasks:
+            raise ValueError("tasks must name at least one reasoning-gym task, e.g. {leg_counting: {count: 8}}")
+        specs = {}
+        for task, spec in self.tasks.items():
+            spec = dict(spec or {})
+            unknown = set(spec) - {"count", "seed", "config"}
+            if unknown:
+                raise ValueError(f"tasks.{task}: unknown keys {sorted(unknown)} (count, seed, config)")
+            count, seed, config = spec.get("count", 8), spec.get("seed", 0), spec.get("config") or {}
+            if not isinstance(count, int) or count < 0 or not isinstance(seed, int) or not isinstance(config, dict):
+                raise ValueError(f"tasks.{task}: count must be an int >= 0, seed an int, config a mapping")
+            specs[task] = {"count": count, "seed": seed, "config": config}
+        object.__setattr__(self, "tasks", specs)
+
+    def check(self) -> None:
+        """The package is installed, each task exists and its config builds."""
+        reasoning_gym.check_tasks(self.tasks)
+
+    def records(self):
+        yield from reasoning_gym.generate(self.name, self.tasks, self.system_prompt)
+
+
 def _check_limit(limit: int | None) -> None:
     if limit is not None and limit < 0:
         raise ValueError(f"limit must be >= 0 or null, got {limit}")
@@ -128,6 +160,7 @@ SOURCE_KINDS = {
     "hf": HFDatasetSource,
     "humaneval": HumanEvalSource,
     "code_basics": CodeBasicsSource,
+    "reasoning_gym": ReasoningGymSource,
 }
 
 
@@ -149,7 +182,7 @@ def check_sources(sources: list[PromptSource], params: str) -> None:
     for i, source in enumerate(sources):
         try:
             source.check()
-        except (OSError, files.SourceFileError) as exc:
+        except (OSError, ImportError, ValueError, files.SourceFileError) as exc:  # a bad task or config too
             where = f"{params}: " if params else ""
             raise SourceError(f"{where}prompts.sources[{i}] ({source.name}): {exc}") from exc
 

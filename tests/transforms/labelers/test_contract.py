@@ -17,6 +17,7 @@ from rewardmill.transforms.labelers.base import Label, label_values, uses_groups
 from rewardmill.transforms.labelers.cache import label_with_cache
 from rewardmill.transforms.labelers.contract import (
     HOOKS,
+    PROMPT_ONLY_COLUMNS,
     BatchLabeler,
     Labeler,
     NotALabeler,
@@ -61,7 +62,8 @@ def test_registered_labeler_satisfies_the_labeler_protocol(key):
     assert check_labeler(cls, key) is cls
     assert dataclasses.is_dataclass(cls.Config)
     for reads in (cls.reads, labeler.reads):  # the class's default and the instance's own
-        assert isinstance(reads, tuple) and set(reads) <= set(ROLLOUT_V3.names), reads
+        # a rollout's columns, or a prompt's the label stage joins (pipelines/label.py PROMPT_ONLY_COLUMNS)
+        assert isinstance(reads, tuple) and set(reads) <= {*ROLLOUT_V3.names, *PROMPT_ONLY_COLUMNS}, reads
     inspect.signature(labeler.label).bind(*labeler.reads)  # label takes the reads values, in order
     for subject in (cls, labeler):
         tasks = declared_tasks(subject)
