@@ -58,6 +58,7 @@ EXTRA_ONLY_IMPORTS = {
     "dask": {"dask"},
     "distributed": {"dask"},
     "botocore": {"s3"},  # transforms/io/s3_clients.py, which does nothing without it
+    "reasoning_gym": {"environments"},  # the reasoning_gym source and labeler, imported only when named in params
 }
 
 

@@ -10,7 +10,7 @@ as token ids everywhere: a server that tokenized text itself could add a second 
 import logging
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from typing import Protocol
+from typing import Any, Protocol
 
 from rewardmill.transforms.judges.client import BackendConfig
 from rewardmill.transforms.judges.openai_client import redact, resolve_api_key, retrying
@@ -139,7 +139,8 @@ class EndpointRewardBackend:
         url = self.endpoint.base_url
         try:
             retry = retrying(self.endpoint, self.backoff, 30.0, self._before_sleep)
-            answer = retry(self._openai().post, "/classify", cast_to=dict, body=body)
+            # dict[str, Any], not a bare dict: openai 2.x's response typing needs the key and value types
+            answer = retry(self._openai().post, "/classify", cast_to=dict[str, Any], body=body)
         except Exception as exc:
             raise EndpointError(
                 f"reward endpoint {url}/classify failed for {len(chunk)} inputs: {type(exc).__name__}: "

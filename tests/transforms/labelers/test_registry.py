@@ -7,6 +7,7 @@ import pytest
 from rewardmill.schemas.rollout import ROLLOUT_V3
 from rewardmill.transforms.config import from_dict
 from rewardmill.transforms.labelers import LABELERS
+from rewardmill.transforms.labelers.contract import PROMPT_ONLY_COLUMNS
 from tests.conftest import REPO
 
 # Settings without a default (a reward model is the user's to name; a hub id is not loaded until the first label)
@@ -20,6 +21,7 @@ def test_labeler_conventions(key):
     assert (REPO / "transforms/labelers" / f"{key}.py").exists()
     assert cls.name == key and isinstance(cls.version, str) and cls.version
     labeler = cls(from_dict(cls.Config, REQUIRED.get(key, {}), key))
-    assert set(labeler.reads) <= set(ROLLOUT_V3.names)  # v3: the trajectory columns (turns, env_reward, ...)
+    # v3: the trajectory columns (turns, env_reward, ...); a prompt-only column the label stage joins (metadata)
+    assert set(labeler.reads) <= {*ROLLOUT_V3.names, *PROMPT_ONLY_COLUMNS}
     assert getattr(labeler, "tasks", None) is None or isinstance(labeler.tasks, tuple)
     assert pickle.loads(pickle.dumps(labeler)).version == cls.version
