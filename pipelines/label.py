@@ -125,12 +125,13 @@ def with_metadata(row: dict[str, Any], metadata: dict[str, str | None]) -> dict[
 
 def prompts_needed(cls, prompts: str | None, name: str) -> str | None:
     """--prompts when the labeler reads a prompt-only column (None otherwise), or a clear error when it is missing."""
-    if not set(cls.reads) & set(PROMPT_ONLY_COLUMNS):
+    wanted = sorted(set(cls.reads) & set(PROMPT_ONLY_COLUMNS))
+    if not wanted:
         return None
     if prompts is None:
         raise UserError(
-            f"labeler {name!r} reads the prompts' {sorted(set(cls.reads) & set(PROMPT_ONLY_COLUMNS))}: run the stage "
-            "with --prompts data/prompts (dvc.yaml's label stage passes it)"
+            f"labeler {name!r} reads the prompts' {wanted}: run the stage with --prompts data/prompts (dvc.yaml's "
+            "label stage passes it)"
         )
     storage.check_readable(prompts, "prompts")
     return prompts

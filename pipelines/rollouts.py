@@ -229,17 +229,26 @@ def check_output(out_dir: str, cfg: RolloutsConfig, total: int, members: int, ca
     rejects = count_rejects(out_dir)
     check_generation_errors(out_dir, rejects.get("generation_error", 0), cfg, total, cache)
     check_conservation(out_dir, total, members, cfg.n, sum(rejects.values()))
-    records = {}
+    readers = {}  # manifest record -> (the columns it reads, what it makes of the rows)
     if cfg.reasoning is not None:
-        records["tokens"] = token_usage(read_rows_columns(out_dir, ["n_tokens", "reasoning_tokens"]))
-        log.info("rollouts: %(generated)d tokens generated, %(reasoning)d of them reasoning", records["tokens"])
+        readers["tokens"] = (TOKEN_COLUMNS, tokens_record)
     if cfg.environment is not None:
-        records["episodes"] = episodes_record(read_rows_columns(out_dir, EPISODE_COLUMNS))
-    return records
+        readers["episodes"] = (EPISODE_COLUMNS, episodes_record)
+    if not readers:
+        return {}
+    columns = list(dict.fromkeys(c for read, _ in readers.values() for c in read))
+    rows = [r for path in list_shards(out_dir) for r in read_table(path, columns=columns).to_pylist()]  # read once
+    return {name: record(rows) for name, (_, record) in readers.items()}
 
 
-def read_rows_columns(out_dir: str, columns: list[str]):
-    return (r for path in list_shards(out_dir) for r in read_table(path, columns=columns).to_pylist())
+TOKEN_COLUMNS = ["n_tokens", "reasoning_tokens"]  # what the manifest's `tokens` reads of a row
+
+
+def tokens_record(rows) -> dict:
+    """The manifest's `tokens`, said in one log line."""
+    tokens = token_usage(rows)
+    log.info("rollouts: %(generated)d tokens generated, %(reasoning)d of them reasoning", tokens)
+    return tokens
 
 
 def episodes_record(rows) -> dict:

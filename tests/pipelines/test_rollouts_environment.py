@@ -191,3 +191,16 @@ def test_python_tool_speaks_the_templates_own_tool_format_where_it_has_one(tmp_p
             added = row["prompt_messages"]
             assert (added == [{"role": "system", "content": protocol_prompt([TOOL])}, *row["messages"]]) is expected
             assert (added is None) is (not expected)
+
+
+def test_episodes_with_reasoning_get_both_manifest_records_from_one_read(tmp_path, params_file, inputs):
+    """rollouts.reasoning beside an environment: the manifest has `episodes` and `tokens`, both read back from the
+    written rows (one read of the union of their columns)."""
+    params, prompts, model = inputs
+    params["rollouts"]["reasoning"] = {"open": "<think>", "close": "</think>"}
+    out = run_stage(tmp_path, params_file, params, prompts, model, "both")
+    rows = read_rows(str(out))
+    manifest = json.loads((out / "_manifest.json").read_text())
+    assert manifest["episodes"]["trajectories"] == len(rows) == 6
+    assert manifest["tokens"]["generated"] == sum(r["n_tokens"] for r in rows)
+    assert manifest["tokens"]["reasoning_uncounted"] == 0  # a local policy counts every trace

@@ -13,7 +13,7 @@ import pyarrow as pa
 from rewardmill.schemas import SFT_V1, SFT_V2
 from rewardmill.transforms.aggregate.prompts import prompt_columns
 from rewardmill.transforms.aggregate.status import KEPT
-from rewardmill.transforms.aggregate.trajectories import chat_messages, fed_prompt
+from rewardmill.transforms.aggregate.trajectories import chat_messages, prompt_as_fed
 from rewardmill.transforms.io.frames import frame_to_table
 
 
@@ -57,7 +57,7 @@ def build_sft_rows(
     rows = best.select(
         "rollout_id",
         "prompt_id",
-        prompt=fed_prompt("messages", "prompt_messages") if trajectories else pl.col("messages"),
+        prompt=prompt_as_fed("messages", "prompt_messages") if trajectories else pl.col("messages"),
         completion=(
             chat_messages("turns", "completion")
             if trajectories

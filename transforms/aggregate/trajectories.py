@@ -15,7 +15,7 @@ from rewardmill.schemas.trajectory import CHAT_MESSAGE, CHAT_MESSAGES
 TRAJECTORY_COLUMNS = ("turns", "tools", "environment", "prompt_messages")
 
 
-def fed_prompt(messages: str, prompt_messages: str) -> pl.Expr:
+def prompt_as_fed(messages: str, prompt_messages: str) -> pl.Expr:
     """A trajectory dataset's `prompt`: the prompt as the policy was fed it (with the environment's system message),
     else the prompt's messages."""
     return pl.coalesce(pl.col(prompt_messages), pl.col(messages))

@@ -12,7 +12,7 @@ import pyarrow as pa
 
 from rewardmill.schemas import PAIR_V2, PAIR_V3
 from rewardmill.transforms.aggregate.prompts import prompt_columns
-from rewardmill.transforms.aggregate.trajectories import chat_messages, fed_prompt
+from rewardmill.transforms.aggregate.trajectories import chat_messages, prompt_as_fed
 from rewardmill.transforms.io.frames import frame_to_table
 from rewardmill.transforms.pairing.strategies import PairsConfig, length_ratio, stable_hash
 
@@ -137,7 +137,7 @@ def build_pair_rows(
         "pair_id",
         "prompt_id",
         # one environment ran the prompt's episodes: the chosen side's fed prompt is the rejected side's too
-        prompt=fed_prompt("messages", "prompt_messages_c") if trajectories else pl.col("messages"),
+        prompt=prompt_as_fed("messages", "prompt_messages_c") if trajectories else pl.col("messages"),
         **sides,
         score_chosen="reward_c",
         score_rejected="reward_r",

@@ -7,6 +7,7 @@ the entry's identity and its own metadata under `reasoning_gym` (task, package v
 metadata), which the `reasoning_gym` labeler hands back to the task's scorer. An entry whose metadata is not JSON
 (Parquet keeps JSON) is that row's reject (`bad_metadata`), named by task and index."""
 
+import functools
 import json
 from collections.abc import Iterator
 from typing import Any
@@ -17,6 +18,7 @@ TASK = "reasoning"
 METADATA_KEY = "reasoning_gym"
 
 
+@functools.cache  # the labeler asks for it on every row: one metadata lookup per process
 def package_version() -> str:
     from importlib.metadata import version
 
