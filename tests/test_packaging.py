@@ -59,6 +59,8 @@ EXTRA_ONLY_IMPORTS = {
     "distributed": {"dask"},
     "botocore": {"s3"},  # transforms/io/s3_clients.py, which does nothing without it
     "reasoning_gym": {"environments"},  # the reasoning_gym source and labeler, imported only when named in params
+    "verifiers": {"environments"},  # transforms/sources/vf_tasks.py, imported only when params name verifiers
+    "mcp": {"environments"},  # its toolsets' in-memory MCP servers (the version verifiers pins)
 }
 
 
@@ -114,7 +116,12 @@ def test_the_environments_extra_installs_its_pins_beside_the_lock():
 
     lock = dict(line.split("==") for line in (REPO / "requirements.lock").read_text().split())
     project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
-    assert project["optional-dependencies"]["environments"] == ["reasoning-gym==0.1.25", "verifiers==0.4.0"]
+    # mcp: imported directly (the verifiers toolsets' in-memory servers), so named, at the version verifiers pins
+    assert project["optional-dependencies"]["environments"] == [
+        "reasoning-gym==0.1.25",
+        "verifiers==0.4.0",
+        "mcp==2.0.0",
+    ]
     for dist, module in (("reasoning_gym", "reasoning_gym"), ("verifiers", "verifiers")):
         importlib.import_module(module)
         assert metadata.version(dist) == lock[dist], dist

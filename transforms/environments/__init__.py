@@ -10,6 +10,7 @@ from importlib.metadata import entry_points
 from rewardmill.transforms.environments.contract import check_environment
 from rewardmill.transforms.environments.feedback import FeedbackEnvironment
 from rewardmill.transforms.environments.python_tool import PythonToolEnvironment
+from rewardmill.transforms.environments.verifiers import VerifiersEnvironment
 from rewardmill.transforms.errors import UserError
 from rewardmill.transforms.labelers.contract import find_plugin
 
@@ -17,6 +18,7 @@ from rewardmill.transforms.labelers.contract import find_plugin
 ENVIRONMENTS = {
     "feedback": FeedbackEnvironment,
     "python_tool": PythonToolEnvironment,
+    "verifiers": VerifiersEnvironment,
 }
 ENTRY_POINT_GROUP = "rewardmill.environments"
 

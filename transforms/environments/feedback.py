@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rewardmill.transforms.environments.contract import StepResult
-from rewardmill.transforms.environments.verifiers import DEFAULT_VERIFIERS, TaskVerifiers
+from rewardmill.transforms.environments.task_verifiers import DEFAULT_VERIFIERS, TaskVerifiers
 
 
 @dataclass(frozen=True)

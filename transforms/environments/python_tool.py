@@ -20,8 +20,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from rewardmill.transforms.environments.contract import StepResult
+from rewardmill.transforms.environments.task_verifiers import DEFAULT_VERIFIERS, TaskVerifiers
 from rewardmill.transforms.environments.tool_calls import parse_tool_calls, protocol_prompt
-from rewardmill.transforms.environments.verifiers import DEFAULT_VERIFIERS, TaskVerifiers
 
 TOOL = {
     "type": "function",

@@ -27,6 +27,7 @@ from rewardmill.transforms.labelers.self_consistency import SelfConsistencyVerif
 from rewardmill.transforms.labelers.tiered import TieredVerifier
 from rewardmill.transforms.labelers.trajectory_judge import TrajectoryJudge
 from rewardmill.transforms.labelers.turns import TurnLabelsVerifier
+from rewardmill.transforms.labelers.verifiers import VerifiersRubricVerifier
 
 # `rewardmill new-labeler NAME` adds its import above and its entry below.
 LABELERS = {
@@ -48,6 +49,7 @@ LABELERS = {
     "tiered": TieredVerifier,
     "trajectory_judge": TrajectoryJudge,
     "turns": TurnLabelsVerifier,
+    "verifiers": VerifiersRubricVerifier,
 }
 
 ENTRY_POINT_GROUP = "rewardmill.labelers"

@@ -4,7 +4,8 @@ import hashlib
 import json
 from typing import Any
 
-TASKS = ("math", "code", "instruction", "open", "reasoning")  # reasoning: a task generator's own scorer decides
+# reasoning: a task generator's own scorer decides; environment: an environment's own rubric (verifiers)
+TASKS = ("math", "code", "instruction", "open", "reasoning", "environment")
 ROLES = ("system", "user", "assistant")
 
 

@@ -7,7 +7,7 @@ from typing import Any, Protocol
 
 from rewardmill.transforms.config import from_dict
 from rewardmill.transforms.errors import UserError
-from rewardmill.transforms.sources import arithmetic, code_basics, files, humaneval, reasoning_gym
+from rewardmill.transforms.sources import arithmetic, code_basics, files, humaneval, reasoning_gym, verifiers
 from rewardmill.transforms.sources.normalize import RecordError
 
 
@@ -149,6 +149,28 @@ class ReasoningGymSource:
         yield from reasoning_gym.generate(self.name, self.tasks, self.system_prompt)
 
 
+@dataclass(frozen=True)
+class VerifiersSource:
+    name: str
+    id: str  # the environment module (its taskset), as verifiers resolves it
+    kind: str = "verifiers"
+    args: dict = field(default_factory=dict)  # its TasksetConfig fields (the same as rollouts.environment.config.args)
+    limit: int | None = None  # the first N tasks; None = all (an infinite taskset needs a limit)
+    task = verifiers.TASK  # not a params key
+
+    def __post_init__(self):
+        _check_limit(self.limit)
+        if not self.id:
+            raise ValueError("id must name a verifiers environment module")
+
+    def check(self) -> None:
+        """The package is installed, the module resolves and its config takes the args."""
+        verifiers.check(self.id, self.args)
+
+    def records(self):
+        yield from verifiers.generate(self.name, self.id, self.args, self.limit)
+
+
 def _check_limit(limit: int | None) -> None:
     if limit is not None and limit < 0:
         raise ValueError(f"limit must be >= 0 or null, got {limit}")
@@ -161,6 +183,7 @@ SOURCE_KINDS = {
     "humaneval": HumanEvalSource,
     "code_basics": CodeBasicsSource,
     "reasoning_gym": ReasoningGymSource,
+    "verifiers": VerifiersSource,
 }
 
 

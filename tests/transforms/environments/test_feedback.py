@@ -1,6 +1,7 @@
 """transforms/environments/feedback.py with its real verifiers: math-verify for math, the bwrap sandbox for code."""
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -40,10 +41,15 @@ def answers(*texts: str):
     return generate
 
 
-def test_every_registered_environment_has_the_contract():
+REQUIRED_CONFIG = {"verifiers": {"id": "vf_math_env"}}  # an environment module (tests/.../vf_envs)
+
+
+def test_every_registered_environment_has_the_contract(monkeypatch):
+    monkeypatch.syspath_prepend(str(Path(__file__).parent / "vf_envs"))
     for key, cls in ENVIRONMENTS.items():
         assert check_environment(cls, key) is cls and cls.name == key
-        assert isinstance(cls(cls.Config()), Environment)
+        config = cls.Config(**REQUIRED_CONFIG.get(key, {}))
+        assert isinstance(cls(config), Environment)
     with pytest.raises(UnknownEnvironment, match="unknown environment 'nope'; known: .*feedback"):
         get_environment_class("nope")
 
