@@ -247,12 +247,13 @@ def build(
 
 
 def pool_policies(rollouts_dir: str | None) -> tuple[tuple[str, str, str, str], ...]:
-    """A candidate pool's members from the rollouts manifest (name, backend, source, fingerprint); () for one policy
-    (the card then names --model's)."""
+    """A candidate pool's members from the rollouts manifest (name, backend, source, fingerprint), or the recorded
+    traces' policy (backend recorded: off-policy, never --model's samples); () for one sampling policy (the card then
+    names --model's)."""
     if rollouts_dir is None:
         return ()
     policies = read_manifest(rollouts_dir).get("policies") or {}
-    if len(policies) < 2:
+    if len(policies) < 2 and not any(p["backend"] == "recorded" for p in policies.values()):
         return ()
     return tuple((n, p["backend"], p["source"], p["fingerprint"]) for n, p in sorted(policies.items()))
 

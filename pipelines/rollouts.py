@@ -1,6 +1,7 @@
 """Stage `rollouts`: n on-policy samples per prompt with tokens, logprobs and finish reason (data/rollouts/)."""
 
 import argparse
+import dataclasses
 import logging
 import math
 from dataclasses import dataclass, field
@@ -21,6 +22,7 @@ from rewardmill.transforms.planning.stages import load_prices, plan_paths
 from rewardmill.transforms.sampling.cache import COUNTERS, RolloutCache
 from rewardmill.transforms.sampling.openai_backend import EndpointPolicy, OpenAIPolicyHandler, check_reachable
 from rewardmill.transforms.sampling.params import SamplingParams
+from rewardmill.transforms.sampling.policy import PolicyInfo
 from rewardmill.transforms.sampling.pool import Member, PolicySpec, resolve_pool
 from rewardmill.transforms.sampling.reasoning import ReasoningTags, token_usage
 from rewardmill.transforms.sampling.rows import FormBatches, ToRolloutRows
@@ -39,14 +41,16 @@ from rewardmill.transforms.stage.skeleton import ManifestSpec, StageRun, run_sta
 
 STAGE = "rollouts"
 log = logging.getLogger("rewardmill")
-BACKENDS = ("transformers", "vllm", "openai")
+BACKENDS = ("transformers", "vllm", "openai", "recorded")
 
 
 @dataclass(frozen=True)
 class RolloutsConfig:
     """params `rollouts`."""
 
-    backend: str = "transformers"  # transformers (CPU/GPU) | vllm (GPU, or vLLM's CPU build) | openai (an endpoint)
+    # transformers (CPU/GPU) | vllm (GPU, or vLLM's CPU build) | openai (an endpoint) | recorded (the prompts' recorded
+    # traces, from a `traces` source, as the rollouts: nothing is sampled)
+    backend: str = "transformers"
     n: int = 4
     temperature: float = 0.8
     top_p: float = 1.0
@@ -94,7 +98,15 @@ class RolloutsConfig:
                 "keep_tokens: a served policy's chat API returns text, not the token ids it fed and drew; sample "
                 "with backend transformers or vllm, or set keep_tokens to false"
             )
+        if self.recorded:
+            if self.policies or self.environment is not None or self.keep_tokens:
+                raise ValueError(
+                    "backend recorded: the recorded traces are the rollouts, so it is the run's only policy, with no "
+                    "environment and no keep_tokens (nothing is sampled)"
+                )
         for name, spec in self.policies.items():
+            if spec.backend == "recorded":
+                raise ValueError(f"policies.{name}: backend recorded is a run's only policy (set rollouts.backend)")
             if spec.backend is not None and spec.backend not in BACKENDS:
                 raise ValueError(f"policies.{name}.backend must be one of {BACKENDS}, got {spec.backend!r}")
         self.sampling()  # validates the sampling fields (and resolves the environment: a bad name or config fails)
@@ -105,9 +117,15 @@ class RolloutsConfig:
             self.n, self.temperature, self.top_p, self.top_k, self.max_new_tokens, self.seed, episode, self.keep_tokens
         )
 
+    @property
+    def recorded(self) -> bool:
+        return self.backend == "recorded"
+
     def schema(self):
-        """ROLLOUT_V2, or ROLLOUT_V3 with episodes, reasoning or token capture (schemas/rollout.py)."""
-        single_turn = self.environment is None and self.reasoning is None and not self.keep_tokens
+        """ROLLOUT_V2, or ROLLOUT_V3 with episodes, reasoning, token capture or recorded traces (schemas/)."""
+        single_turn = (
+            self.environment is None and self.reasoning is None and not self.keep_tokens and not self.recorded
+        )
         return ROLLOUT_V2 if single_turn else ROLLOUT_V3
 
     def pool(self, default_model: str) -> list[Member]:
@@ -125,6 +143,10 @@ def model_handler(
     environment: EnvironmentParams | None = None,
     reasoning: ReasoningTags | None = None,
 ):
+    if m.backend == "recorded":
+        from rewardmill.transforms.sampling.recorded_backend import RecordedPolicyHandler
+
+        return RecordedPolicyHandler(m.model_dir, sampling, total, label)
     if m.backend == "openai":
         return OpenAIPolicyHandler(m.openai, sampling, total, cache, label, reasoning, environment)
     if m.backend == "vllm":
@@ -212,11 +234,16 @@ def check_generation_errors(out_dir: str, failed: int, cfg: RolloutsConfig, tota
     )
 
 
-def check_conservation(out_dir: str, prompts: int, members: int, n: int, failed: int) -> None:
-    """Every (prompt, policy) has its n samples or one generation_error reject; fails naming the count otherwise."""
+def check_conservation(out_dir: str, prompts: int, members: int, n: int | None, failed: int) -> None:
+    """Every (prompt, policy) has its n samples (n None: recorded traces, as many as were recorded) or one
+    generation_error reject; fails naming the count otherwise."""
     rows = id_frame(out_dir, ["prompt_id", "policy", "rollout_id"])
     sampled = rows.select("prompt_id", "policy").unique().height
     reconcile(STAGE, inputs=prompts * members, outputs=sampled, rejects=failed, unit="(prompt, policy) pairs")
+    if n is None:
+        if rows.height != rows["rollout_id"].n_unique():
+            raise ConservationError(f"{STAGE}: {rows.height - rows['rollout_id'].n_unique()} duplicated rollouts")
+        return
     reconcile(STAGE, inputs=sampled * n, outputs=rows["rollout_id"].n_unique(), rejects=0, unit="samples")
     if rows.height != sampled * n:
         raise ConservationError(f"{STAGE}: {rows.height - sampled * n} duplicated rollouts; nothing was written")
@@ -228,11 +255,11 @@ def check_output(out_dir: str, cfg: RolloutsConfig, total: int, members: int, ca
     `reasoning` the generated tokens and how many were reasoning (`tokens`)."""
     rejects = count_rejects(out_dir)
     check_generation_errors(out_dir, rejects.get("generation_error", 0), cfg, total, cache)
-    check_conservation(out_dir, total, members, cfg.n, sum(rejects.values()))
+    check_conservation(out_dir, total, members, None if cfg.recorded else cfg.n, sum(rejects.values()))
     readers = {}  # manifest record -> (the columns it reads, what it makes of the rows)
     if cfg.reasoning is not None:
         readers["tokens"] = (TOKEN_COLUMNS, tokens_record)
-    if cfg.environment is not None:
+    if cfg.environment is not None or cfg.recorded:  # recorded traces are trajectories too (multi-turn datasets)
         readers["episodes"] = (EPISODE_COLUMNS, episodes_record)
     if not readers:
         return {}
@@ -317,6 +344,8 @@ def main(argv: list[str] | None = None) -> None:
         if m.backend == "openai":  # nothing is sampled while an endpoint is down
             check_reachable(m.openai)
     storage.check_readable(args.prompts, "prompts")
+    if cfg.recorded:
+        members = [recorded_member(members[0], args.prompts)]
     total = read_manifest(args.prompts)["rows"]
     budget = admission(cfg, args.prompts, args.model, args.cache)
     over = budget.over if budget else frozenset()
@@ -339,6 +368,23 @@ def main(argv: list[str] | None = None) -> None:
         budget=budget,
         log_run=log_cache_use,
     )
+
+
+def recorded_member(member: Member, prompts_dir: str) -> Member:
+    """The recorded policy, fingerprinted by the traces files its prompts name."""
+    from rewardmill.transforms.sampling.recorded_backend import fingerprint, recorded_digests
+
+    metadata = [
+        v for path in list_shards(prompts_dir) for v in read_table(path, columns=["metadata"])["metadata"].to_pylist()
+    ]
+    digests = recorded_digests(metadata)
+    if not digests:
+        raise SystemExit(
+            "params.yaml: rollouts.backend recorded, but no prompt has recorded traces: add a prompts source of kind "
+            "traces (docs/models-and-prompts.md)"
+        )
+    info = PolicyInfo(name="recorded", source="recorded traces", fingerprint=fingerprint(digests))
+    return dataclasses.replace(member, name=info.name, info=info)
 
 
 def admission(cfg: RolloutsConfig, prompts_dir: str, model_dir: str, cache: str | None):

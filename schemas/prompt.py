@@ -22,3 +22,9 @@ PROMPT_V1 = versioned(
         pa.field("metadata", pa.string()),  # source-specific extras (JSON)
     ],
 )
+
+# `metadata` keys of a prompt from recorded transcripts (prompts source kind `traces`), which the rollouts stage's
+# `recorded` backend reads: the transcripts of the prompt (each {line, turns, tools}) and where they were recorded
+# ({file, sha256, format, lines}).
+METADATA_TRACES = "traces"
+METADATA_RECORDED = "recorded"

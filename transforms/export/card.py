@@ -166,13 +166,21 @@ def parse_source(source: str) -> tuple[str, str]:
 
 def _intro(pretty_name: str, configs: list[ConfigExport], provenance: Provenance) -> str:
     policy = (provenance.model or {}).get("name")
-    pool = ", ".join(f"`{name}`" for name, *_ in provenance.policies)
+    recorded = [p for p in provenance.policies if p[1] == "recorded"]
+    pool = "" if recorded else ", ".join(f"`{name}`" for name, *_ in provenance.policies)
+    if recorded:  # nothing was sampled: the rows are someone's recorded transcripts
+        origin = (
+            "Built with rewardmill from recorded transcripts, **off-policy**: no policy here sampled them (the "
+            f"`recorded` policy's fingerprint `{recorded[0][3]}` is the traces files' sha256)"
+        )
+    elif pool:
+        origin = f"Built with rewardmill from the samples of a pool of policies ({pool})"
+    else:
+        origin = "Built with rewardmill from the policy's own samples" + (f" (`{policy}`)" if policy else "")
     lines = [
         f"# {pretty_name}",
         "",
-        (f"Built with rewardmill from the samples of a pool of policies ({pool})" if pool else "")
-        + ("" if pool else "Built with rewardmill from the policy's own samples")
-        + (f" (`{policy}`)" if policy and not pool else "")
+        origin
         + ": every sample is scored by the labelers under *Label methods*, the scores are aggregated into one reward "
         "per sample, and each config below is built from the scored samples. Load one with "
         "`load_dataset(<this repo>, <config>)`.",

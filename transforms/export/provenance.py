@@ -122,7 +122,8 @@ def provenance_section(provenance: Provenance, license: str, upstream: dict[str,
         rows.append(["policy", f"`{model.get('name', '')}` from `{model.get('source', '')}`"])
         rows.append(["policy fingerprint", f"`{model.get('fingerprint', '')}`"])
     for name, backend, source, fingerprint in provenance.policies:
-        rows.append([f"pool policy `{name}`", f"`{source}` ({backend}), fingerprint `{fingerprint}`"])
+        what = "recorded traces (off-policy)" if backend == "recorded" else f"pool policy `{name}`"
+        rows.append([what, f"`{source}` ({backend}), fingerprint `{fingerprint}`"])
     for labeler, described, fingerprint in provenance.judges:
         rows.append([f"judge `{labeler}`", described + (f", fingerprint `{fingerprint}`" if fingerprint else "")])
     # Configs one stage wrote share its params and inputs: one row per distinct value, naming the configs.

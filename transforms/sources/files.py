@@ -66,25 +66,31 @@ def read_file(path: str, columns: Mapping[str, str]) -> Iterator[tuple[str, dict
 
 
 def _jsonl_rows(path: str, columns: Mapping[str, str]) -> Iterator[tuple[str, dict[str, Any] | RecordError]]:
+    for lineno, raw in jsonl_objects(path):
+        yield f"{path}:{lineno}", raw if isinstance(raw, RecordError) else _mapped(raw, columns)
+
+
+def jsonl_objects(path: str) -> Iterator[tuple[int, dict[str, Any] | RecordError]]:
+    """(line number, the line's JSON object) per non-blank line; a line that is not UTF-8, not JSON or not an object
+    is (line number, RecordError)."""
     with Path(path).open("rb") as fh:  # bytes: one line that is not UTF-8 is that row's reject, not the file's
         for lineno, data in enumerate(fh, start=1):
-            row_id = f"{path}:{lineno}"
             try:
                 line = data.decode("utf-8-sig" if lineno == 1 else "utf-8")  # a leading BOM is not part of the row
             except UnicodeDecodeError as exc:
-                yield row_id, _not_utf8(f"{path} line {lineno}", data, exc)
+                yield lineno, _not_utf8(f"{path} line {lineno}", data, exc)
                 continue
             if not line.strip():
                 continue
             try:
                 raw = json.loads(line)
             except json.JSONDecodeError as exc:
-                yield row_id, RecordError("bad_json", str(exc))
+                yield lineno, RecordError("bad_json", f"line {lineno}: {exc}")
                 continue
-            if not isinstance(raw, dict):
-                yield row_id, RecordError("bad_json", "line is not a JSON object")
-                continue
-            yield row_id, _mapped(raw, columns)
+            yield (
+                lineno,
+                raw if isinstance(raw, dict) else RecordError("bad_json", f"line {lineno}: not a JSON object"),
+            )
 
 
 def _parquet_rows(path: str, columns: Mapping[str, str]) -> Iterator[tuple[str, dict[str, Any] | RecordError]]:

@@ -3,11 +3,12 @@ what a run would fail on (a missing file) before any record is read."""
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Protocol
 
 from rewardmill.transforms.config import from_dict
 from rewardmill.transforms.errors import UserError
-from rewardmill.transforms.sources import arithmetic, code_basics, files, humaneval, reasoning_gym, verifiers
+from rewardmill.transforms.sources import arithmetic, code_basics, files, humaneval, reasoning_gym, traces, verifiers
 from rewardmill.transforms.sources.normalize import RecordError
 
 
@@ -171,6 +172,27 @@ class VerifiersSource:
         yield from verifiers.generate(self.name, self.id, self.args, self.limit)
 
 
+@dataclass(frozen=True)
+class TracesSource:
+    name: str
+    path: str  # a JSON Lines file of recorded transcripts, one per line
+    kind: str = "traces"
+    format: str = "openai"  # openai (messages with tool_calls) | sharegpt (conversations with from/value)
+    task: str = "open"  # the task of a transcript that names none
+
+    def __post_init__(self):
+        if self.format not in traces.FORMATS:
+            raise ValueError(f"format must be one of {traces.FORMATS}, got {self.format!r}")
+
+    def check(self) -> None:
+        """The file exists."""
+        if not Path(self.path).is_file():
+            raise FileNotFoundError(f"{self.path}: no such traces file")
+
+    def records(self):
+        yield from traces.generate(self.name, self.path, self.format, self.task)
+
+
 def _check_limit(limit: int | None) -> None:
     if limit is not None and limit < 0:
         raise ValueError(f"limit must be >= 0 or null, got {limit}")
@@ -183,6 +205,7 @@ SOURCE_KINDS = {
     "humaneval": HumanEvalSource,
     "code_basics": CodeBasicsSource,
     "reasoning_gym": ReasoningGymSource,
+    "traces": TracesSource,
     "verifiers": VerifiersSource,
 }
 
