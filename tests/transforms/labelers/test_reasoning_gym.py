@@ -4,6 +4,8 @@ made it, for completions that answer right, wrong, partly, without the tag, twic
 The prompts go through the source and normalize (what the prompts stage writes), so the metadata the labeler reads
 is the JSON the Parquet keeps."""
 
+import json
+
 import pytest
 
 from rewardmill.transforms.labelers.reasoning_gym import ReasoningGymConfig, ReasoningGymVerifier
@@ -72,3 +74,34 @@ def test_final_text_extraction_and_what_cannot_be_scored(rows_and_entries):
     assert plain.label(answer, row["reference"], row["messages"], None).verdict == "abstain"  # no entry: no reward
     with pytest.raises(ValueError, match="extraction"):
         ReasoningGymConfig(extraction="regex")
+
+
+# extraction `committed`: the final committed value, as math_answer reads it, handed to the task's scorer
+COMMITTED = [
+    ("The answer is {a}.", "{a}"),  # an answer statement
+    ("So the total is {a}.", "{a}"),  # the last line that states a result
+    ("<think>maybe 0</think>So it is {a}.", "{a}"),  # after the reasoning
+    ("It is {a} or 0.", None),  # a hedge commits to no value: the scorer gets None, score 0
+    ("The answer is not {a}.", None),  # a negation attached
+    ("I said 0 before. The answer is {a}.", "{a}"),  # the last statement decides
+    ("The answer is 0. No wait, the answer is {a}.", "{a}"),
+    ("1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18", None),  # a list of every value is no committed answer
+    ("", None),
+]
+
+
+@pytest.mark.parametrize("template, expected", COMMITTED)
+def test_committed_extraction_gives_the_scorer_the_final_committed_value(rows_and_entries, template, expected):
+    rows, entries = rows_and_entries
+    labeler = ReasoningGymVerifier(ReasoningGymConfig(extraction="committed"))
+    for row, (name, dataset, i) in zip(rows, entries, strict=True):
+        if name != "basic_arithmetic":
+            continue
+        entry = dataset[i]
+        answer = str(entry["answer"])
+        completion = template.format(a=answer)
+        label = labeler.label(completion, row["reference"], row["messages"], row["metadata"])
+        given = None if expected is None else expected.format(a=answer)
+        assert label.score == dataset.score_answer(given, entry), (completion, label)  # the scorer's own number
+        assert json.loads(label.raw)["answer"] == given
+        assert label.verdict == ("correct" if given == answer else "incorrect")

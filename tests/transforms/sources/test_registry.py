@@ -65,7 +65,8 @@ def test_parse_source(raw, expected):
         (
             {"name": "x", "kind": "csv"},
             r"'prompts\.sources\[0\]\.kind' 'csv' unknown; "
-            r"known: \['arithmetic', 'code_basics', 'file', 'hf', 'humaneval', 'reasoning_gym', 'traces', 'verifiers'\]",
+            r"known: \['arithmetic', 'code_basics', 'file', 'hf', 'humaneval', 'reasoning_gym', 'traces', "
+            r"'verifiers'\]",
         ),
         # no kind at all
         ({"name": "x"}, r"'prompts\.sources\[0\]' must be a mapping with a 'kind'"),
