@@ -87,7 +87,7 @@ def test_recorded_traces_are_rollouts_that_say_so(recorded):
     assert json.loads(called["turns"][0]["tool_calls"][0]["function"]["arguments"]) == {"expression": "6*7"}
 
 
-def test_labels_and_pairs_come_from_a_prompts_own_traces_and_validate(tmp_path, recorded, policy_dir):
+def test_labels_and_pairs_come_from_a_prompts_own_traces_and_validate(tmp_path, recorded, policy_dir, params_file):
     _, prompts, out = recorded
     labels = tmp_path / "data/labels"
     label.main(["math_answer", "--rollouts", str(out), "--out", str(labels / "math_answer")])
@@ -119,6 +119,8 @@ def test_labels_and_pairs_come_from_a_prompts_own_traces_and_validate(tmp_path, 
     policy = rows[pair["chosen_rollout_id"]]["policy"]["fingerprint"]
     assert "recorded transcripts, **off-policy**" in card and policy in card
     assert "Built with rewardmill from the policy's own samples" not in card
+    # a verifiers user loads the exported `rl` prompts with the project's labelers as the rubric
+    check_verifiers_taskset(card_dir, tmp_path / "params.yaml", prompts)
 
 
 def test_recorded_is_a_runs_only_policy_and_needs_recorded_prompts(tmp_path, params_file, policy_dir):
@@ -136,3 +138,30 @@ def test_recorded_is_a_runs_only_policy_and_needs_recorded_prompts(tmp_path, par
     with pytest.raises(SystemExit, match="no prompt has recorded traces: add a prompts source of kind traces"):
         rollouts.main(["--prompts", str(prompts), "--model", str(policy_dir), "--out", str(tmp_path / "r")])
     assert not (tmp_path / "r").exists()
+
+
+def check_verifiers_taskset(export_dir, params_path, prompts_dir) -> None:
+    """The exported rl config as a verifiers taskset (rewardmill.rewards.verifiers_taskset): one task per row, and
+    its rubric's score for a completion equals the labeler's label of it."""
+    import asyncio
+
+    from rewardmill.rewards.verifiers_taskset import ExportedConfig, ExportedTaskset
+    from rewardmill.transforms.labelers.math_answer import MathAnswerVerifier
+    from rewardmill.transforms.sources.vf_tasks import prompt_messages, trace_of
+
+    task_config = {
+        "params": str(params_path),
+        "labelers": ["math_answer"],
+        "prompts": str(prompts_dir),
+        "cache": False,
+    }
+    tasks = list(ExportedTaskset(ExportedConfig(export=str(export_dir), task=task_config)))  # the docstring's snippet
+    rl = read_rows(str(export_dir / "data/rl")) if (export_dir / "data/rl").exists() else None
+    assert tasks and (rl is None or len(tasks) == len([r for r in rl if r["split"] == "train"]))
+    verifier = MathAnswerVerifier()
+    for task in tasks:
+        for text in (f"The answer is {task.data.reference}.", "I do not know."):
+            trace = trace_of(task, prompt_messages(task.data), [{"role": "assistant", "content": text}])
+            asyncio.run(task.score(trace))
+            expected = verifier.label(text, task.data.reference).score
+            assert trace.rewards["math_answer"].score == expected, (text, trace.rewards)

@@ -99,13 +99,16 @@ def _grpo(config: str, split: str, labelers: tuple[str, ...]) -> tuple[str, tupl
         "argument of the same name. `rewardmill.rewards.from_params` turns the labelers that verified this dataset "
         "into reward functions with their params.yaml settings, sandbox and label cache (run it in the rewardmill "
         "project that built the dataset); each returns None where it does not apply (another task, no reference). "
+        "A labeler that reads a prompt's `metadata` (`reasoning_gym`: the task's entry; `verifiers`: the "
+        "environment's task and rubric) finds it in the project's prompts folder by `prompt_id` (`prompts=`), as "
+        "the label stage does: the same scorer or rubric that labeled the rollouts scores the policy's samples. "
         "Prompts the policy always or never solves (`all_pass`, `zero_pass`) give no group-relative signal; "
         "`difficulty` buckets the rest."
     )
     names = list(labelers) or ["math_answer"]
     imports = ["from trl import GRPOConfig, GRPOTrainer", "", "from rewardmill.rewards import from_params"]
     body = [
-        f'reward_funcs = from_params("params.yaml", {names!r})  # keys under `labelers:` in params.yaml',
+        f'reward_funcs = from_params("params.yaml", {names!r}, prompts="data/prompts")  # keys under `labelers:`',
         f'train = ds["{split}"].filter(lambda r: not (r["zero_pass"] or r["all_pass"]))',
         'trainer = GRPOTrainer(model="path/to/policy", reward_funcs=reward_funcs,',
         '                      args=GRPOConfig(output_dir="grpo"), train_dataset=train)',

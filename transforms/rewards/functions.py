@@ -25,7 +25,13 @@ from rewardmill.transforms.labelers.cache import (
     label_with_cache,
     record_key,
 )
-from rewardmill.transforms.labelers.contract import CallCachingLabeler, declared_tasks, has_hook, tear_down
+from rewardmill.transforms.labelers.contract import (
+    PROMPT_ONLY_COLUMNS,
+    CallCachingLabeler,
+    declared_tasks,
+    has_hook,
+    tear_down,
+)
 from rewardmill.transforms.labelers.params import LabelerParams, resolve
 
 # Columns the call itself provides; everything else a labeler reads must be a dataset column.
@@ -107,6 +113,7 @@ class LabelerReward:
         params: LabelerParams,
         cache_dir: str | None = None,
         flush_every: int = 64,
+        prompts: str | None = None,
     ):
         labeler_cls, config = resolve(name, params)  # a bad config fails here, before training starts
         self.__name__ = name
@@ -115,14 +122,34 @@ class LabelerReward:
         self.config = config
         self.cache_dir = cache_dir
         self.flush_every = flush_every
+        # the prompts folder (data/prompts) whose prompt-only columns (metadata) a labeler reads, joined by prompt_id
+        # as the label stage joins them from --prompts; None: the dataset must carry them
+        self.prompts = prompts
         self._labeler = None
         self._cache = None
+        self._joined: dict[str, dict] | None = None
 
     def __getstate__(self):
-        return {k: v for k, v in self.__dict__.items() if k not in ("_labeler", "_cache")}
+        return {k: v for k, v in self.__dict__.items() if k not in ("_labeler", "_cache", "_joined")}
 
     def __setstate__(self, state):
-        self.__dict__.update(state, _labeler=None, _cache=None)
+        self.__dict__.update(state, _labeler=None, _cache=None, _joined=None)
+
+    def _with_prompt_columns(self, columns: dict[str, list]) -> dict[str, list]:
+        """`columns` with the prompt-only columns the labeler reads and the dataset lacks, looked up by `prompt_id`
+        in the prompts folder (when one was given)."""
+        wanted = [c for c in self.labeler.reads if c in PROMPT_ONLY_COLUMNS and c not in columns]
+        if not wanted or self.prompts is None or "prompt_id" not in columns:
+            return columns
+        if self._joined is None:
+            self._joined = prompt_columns(self.prompts, list(PROMPT_ONLY_COLUMNS))
+        missing = sorted({pid for pid in columns["prompt_id"] if pid not in self._joined})
+        if missing:
+            raise MissingColumns(
+                f"reward function {self.name!r}: prompts {missing[:3]} are not in {self.prompts} (train on the `rl` "
+                "rows of the same run as the prompts folder)"
+            )
+        return {**columns, **{c: [self._joined[pid][c] for pid in columns["prompt_id"]] for c in wanted}}
 
     @property
     def name(self) -> str:
@@ -166,8 +193,8 @@ class LabelerReward:
     def labels(self, prompts, completions, completion_ids=None, columns: dict | None = None) -> list[Label | None]:
         """The label of each completion (None: its task is not one this labeler handles), through the label stage's
         own cached labeling (cache.label_with_cache, or label_group_with_cache for group labelers)."""
-        columns = columns or {}
         labeler = self.labeler
+        columns = self._with_prompt_columns(columns or {})
         try:
             values = labeler_inputs(labeler.reads, prompts, completions, completion_ids, columns)
         except MissingColumns as exc:
@@ -198,8 +225,8 @@ class LabelerReward:
         return MissingColumns(
             f"reward function {self.name!r} (labeler {self.params.labeler!r}) reads {missing}, which the dataset "
             f"does not have (its columns: {sorted(columns)}). Train on a dataset with those columns (rewardmill's "
-            f"`rl` config has reference, tests, constraints and task), add them with `ds.map`, or pick another "
-            f"labeler."
+            f"`rl` config has reference, tests, constraints and task; a prompt's `metadata` comes from the prompts "
+            f"folder: from_params(..., prompts='data/prompts')), add them with `ds.map`, or pick another labeler."
         )
 
     def close(self) -> None:
@@ -216,11 +243,14 @@ def from_params(
     names: Sequence[str] | None = None,
     *,
     cache: bool | str = True,
+    prompts: str | None = None,
 ) -> list[LabelerReward]:
     """One reward function per name under params `labelers:` (the label stages' keys), each with its config.
 
     `names` None: the rule verifiers of `assemble.aggregate.gates`. `cache` True: the label stages' cache
     (`<cache.root>/labels`, relative to the params file's folder); a path or URL: that folder; False: none.
+    `prompts`: the prompts folder (relative to the params file's folder, as `data/prompts`) for labelers that read
+    a prompt's metadata (reasoning_gym, verifiers), joined by the rows' `prompt_id` as the label stage joins them.
     A name that is not in params, or a bad config, fails here with the params key in the message."""
     if isinstance(params, dict):
         data, root = params, Path.cwd()
@@ -243,7 +273,26 @@ def from_params(
         cache_dir = storage.join(where if storage.is_url(where) else str(root / where), "labels")
     elif cache:
         cache_dir = str(cache)
+    if prompts is not None and not storage.is_url(prompts):
+        prompts = str(root / prompts)
     return [
-        LabelerReward(name, from_dict(LabelerParams, labelers[name] or {}, f"labelers.{name}"), cache_dir)
+        LabelerReward(
+            name, from_dict(LabelerParams, labelers[name] or {}, f"labelers.{name}"), cache_dir, prompts=prompts
+        )
         for name in names
     ]
+
+
+def prompt_columns(prompts_dir: str, names: list[str]) -> dict[str, dict]:
+    """prompt_id -> {name: value} of the prompts folder's `names` columns."""
+    import io
+
+    import pyarrow.parquet as pq
+
+    out = {}
+    for path in storage.matching(prompts_dir, "part-*.parquet"):
+        for row in pq.read_table(io.BytesIO(storage.read_bytes(path)), columns=["prompt_id", *names]).to_pylist():
+            out[row.pop("prompt_id")] = row
+    if not out:
+        raise MissingColumns(f"{prompts_dir}: no prompts (part-*.parquet) to join a prompt's metadata from")
+    return out

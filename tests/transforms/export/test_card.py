@@ -225,7 +225,7 @@ def test_loading_and_training_sections(exported):
     assert 'filter(lambda r: r["labeler"] == "judge_steps")' in training  # two steps labelers: keep one
     assert "RewardConfig" in training and "`margin`" in training
     # the rl manifest's gates become the GRPO snippet's reward functions
-    assert """from_params("params.yaml", ['math_answer', 'code_tests'])""" in training
+    assert """from_params("params.yaml", ['math_answer', 'code_tests'], prompts="data/prompts")""" in training
     assert "reward_funcs=reward_funcs" in training
     assert 'SFTTrainer(model="path/to/policy", args=SFTConfig(output_dir="sft"),' in training
     assert "`more`" not in training

@@ -48,4 +48,4 @@ def test_stepwise_keeps_one_labeler(labelers, expected):
 def test_the_grpo_snippet_turns_the_datasets_gates_into_reward_functions():
     snippet = code(training_section("rl", "prompt_only", "train", "export", ("math_answer", "code_tests")))
     assert "from rewardmill.rewards import from_params" in snippet
-    assert """from_params("params.yaml", ['math_answer', 'code_tests'])""" in snippet
+    assert """from_params("params.yaml", ['math_answer', 'code_tests'], prompts="data/prompts")""" in snippet

@@ -191,3 +191,32 @@ def test_a_group_labeler_votes_within_each_prompts_generations(tmp_path):
         assert sc(**batch) == [1.0, 1.0, 0.0, None, None, None] and sc._cache.hits == 6  # the same group: cached
     finally:
         sc.close()
+
+
+@pytest.mark.slow  # the prompts stage, and reasoning-gym's first import
+def test_a_labeler_that_reads_a_prompts_metadata_finds_it_in_the_prompts_folder(tmp_path, params_file):
+    """The card's GRPO snippet passes `prompts="data/prompts"`: the reasoning_gym labeler, whose scorer needs the
+    task's entry (the prompt's metadata), scores the `rl` rows' completions by their prompt_id, as the label stage
+    scores the rollouts; without the folder it names what is missing."""
+    from rewardmill.transforms.io.parquet import read_rows
+    from rewardmill.transforms.labelers.reasoning_gym import ReasoningGymVerifier
+    from tests.pipelines.stage_data import make_prompts
+
+    params = tiny_params()
+    params["prompts"]["sources"] = [{"name": "rg", "kind": "reasoning_gym", "tasks": {"gcd": {"count": 3}}}]
+    params["labelers"] = {"rg": {"labeler": "reasoning_gym", "tasks": ["reasoning"]}}
+    prompts = make_prompts(tmp_path, params_file, params)
+    rows = read_rows(str(prompts))
+    completions = [f"<answer>{r['reference']}</answer>" if i % 2 else "<answer>0</answer>" for i, r in enumerate(rows)]
+    columns = {k: [r[k] for r in rows] for k in ("prompt_id", "task", "reference")}  # as the `rl` rows have them
+    (reward,) = from_params(params, ["rg"], cache=False, prompts=str(prompts))
+    got = reward([r["messages"] for r in rows], completions, **columns)
+    direct = ReasoningGymVerifier()
+    expected = [
+        direct.label(c, r["reference"], r["messages"], r["metadata"]).score
+        for c, r in zip(completions, rows, strict=True)
+    ]
+    assert got == expected and set(got) == {0.0, 1.0}
+    (bare,) = from_params(params, ["rg"], cache=False)
+    with pytest.raises(MissingColumns, match=r"reads \['metadata'\].*prompts='data/prompts'"):
+        bare([r["messages"] for r in rows], completions, **columns)
