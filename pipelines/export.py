@@ -258,6 +258,14 @@ def pool_policies(rollouts_dir: str | None) -> tuple[tuple[str, str, str, str], 
     return tuple((n, p["backend"], p["source"], p["fingerprint"]) for n, p in sorted(policies.items()))
 
 
+def rollout_environments(rollouts_dir: str | None) -> tuple[tuple[str, str, str], ...]:
+    """The environments the rollouts' episodes ran in, from the rollouts manifest: (name, version, config JSON)."""
+    if rollouts_dir is None:
+        return ()
+    found = read_manifest(rollouts_dir).get("environments") or []
+    return tuple((e["name"], e["version"], json.dumps(e["config"], sort_keys=True)) for e in found)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument(
@@ -293,6 +301,7 @@ def main(argv: list[str] | None = None) -> None:
         git_commit=git_commit(),
         model=None if pool else {"name": policy.name, "source": policy.source, "fingerprint": policy.fingerprint},
         policies=pool,
+        environments=rollout_environments(args.rollouts),
         dvc_lock=lock_digest(lock),
         stages=stage_outs(lock),
         judges=judges,

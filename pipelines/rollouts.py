@@ -2,6 +2,7 @@
 
 import argparse
 import dataclasses
+import json
 import logging
 import math
 from dataclasses import dataclass, field
@@ -261,6 +262,8 @@ def check_output(out_dir: str, cfg: RolloutsConfig, total: int, members: int, ca
         readers["tokens"] = (TOKEN_COLUMNS, tokens_record)
     if cfg.environment is not None or cfg.recorded:  # recorded traces are trajectories too (multi-turn datasets)
         readers["episodes"] = (EPISODE_COLUMNS, episodes_record)
+    if cfg.environment is not None:  # what ran the episodes, as resolved (versions, digests): the card names it
+        readers["environments"] = (["environment"], environments_record)
     if not readers:
         return {}
     columns = list(dict.fromkeys(c for read, _ in readers.values() for c in read))
@@ -269,6 +272,13 @@ def check_output(out_dir: str, cfg: RolloutsConfig, total: int, members: int, ca
 
 
 TOKEN_COLUMNS = ["n_tokens", "reasoning_tokens"]  # what the manifest's `tokens` reads of a row
+
+
+def environments_record(rows) -> list[dict]:
+    """The manifest's `environments`: each distinct environment the rows ran in ({name, version, config}, the config
+    as the rollouts record it: a verifiers environment's args, module version and source digest, library version)."""
+    seen = {(r["environment"]["name"], r["environment"]["version"], r["environment"]["config"]) for r in rows}
+    return [{"name": n, "version": v, "config": json.loads(c)} for n, v, c in sorted(seen)]
 
 
 def tokens_record(rows) -> dict:

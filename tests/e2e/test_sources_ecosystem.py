@@ -145,6 +145,9 @@ def test_a_verifiers_tool_environment_builds_pairs_that_validate(project, tmp_pa
         assert correct[pair["chosen_rollout_id"]] == 1.0 and correct[pair["rejected_rollout_id"]] == 0.0
     rubric = read_rows(str(project / "data/labels/rubric"))
     assert {label["aspect"] for label in rubric} == {"correct", "used_tool"}
+    card = (project / "export/README.md").read_text()  # the environment's version and args, as the rollouts ran it
+    (row,) = {r["environment"]["config"] for r in rollouts.values()}
+    assert "environment `verifiers` version 1" in card and json.loads(row)["module"]["source_sha256"] in card
     monkeypatch.syspath_prepend(str(project))  # the environment's module, for its rubric in this process
     grpo_step(project, ["rubric"], tmp_path)  # the environment's rubric as GRPO rewards
 

@@ -115,6 +115,9 @@ def test_a_single_turn_verifiers_environment_on_the_default_model(tmp_path, para
         task = json.loads(p["metadata"])["verifiers"]["task"]
         assert p["reference"] == str(task["data"]["answer"]) and task["type"] == "SumTask"
     assert len(rows) == 8
+    manifest = json.loads((tmp_path / "rollouts" / "_manifest.json").read_text())
+    (environment,) = manifest["environments"]  # what ran the episodes, as resolved: the card names it
+    assert environment["name"] == "verifiers" and environment["config"]["module"]["module"] == "vf_math_env"
     for row in rows:
         environment = json.loads(row["environment"]["config"])
         assert row["environment"]["name"] == "verifiers" and environment["args"] == {

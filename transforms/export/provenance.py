@@ -30,6 +30,8 @@ class Provenance:
     model: dict[str, str] | None = None  # the policy: {name, source, fingerprint}
     # a candidate pool (rollouts.policies), instead of `model`: (name, backend, source, fingerprint) per member
     policies: tuple[tuple[str, str, str, str], ...] = ()
+    # the environments the episodes ran in (rollouts.environment): (name, version, config JSON as resolved)
+    environments: tuple[tuple[str, str, str], ...] = ()
     dvc_lock: str | None = None  # sha256 of the dvc.lock entries of the stages upstream of the export
     stages: tuple[tuple[str, str, str], ...] = ()  # (stage, output path, md5) from dvc.lock, upstream stages only
     judges: tuple[tuple[str, str, str], ...] = ()  # (labeler, model, fingerprint or "") of model-based labelers
@@ -124,6 +126,8 @@ def provenance_section(provenance: Provenance, license: str, upstream: dict[str,
     for name, backend, source, fingerprint in provenance.policies:
         what = "recorded traces (off-policy)" if backend == "recorded" else f"pool policy `{name}`"
         rows.append([what, f"`{source}` ({backend}), fingerprint `{fingerprint}`"])
+    for name, version, config in provenance.environments:
+        rows.append([f"environment `{name}` version {version}", f"`{config}`"])
     for labeler, described, fingerprint in provenance.judges:
         rows.append([f"judge `{labeler}`", described + (f", fingerprint `{fingerprint}`" if fingerprint else "")])
     # Configs one stage wrote share its params and inputs: one row per distinct value, naming the configs.
