@@ -21,7 +21,7 @@ from typing import Any
 
 from rewardmill.transforms.environments.contract import StepResult
 from rewardmill.transforms.environments.task_verifiers import DEFAULT_VERIFIERS, TaskVerifiers
-from rewardmill.transforms.environments.tool_calls import parse_tool_calls, protocol_prompt
+from rewardmill.transforms.environments.tool_calls import assistant_turn, protocol_prompt
 
 TOOL = {
     "type": "function",
@@ -88,15 +88,7 @@ class PythonToolEnvironment:
         return {"role": "system", "content": protocol_prompt([TOOL])} if self.config.system_prompt else None
 
     def parse(self, text: str, turn: int) -> dict[str, Any]:
-        parsed = parse_tool_calls(text, turn, {"python"})
-        message = parsed.message
-        if self.config.system_prompt:
-            # The text protocol, for a template without a tool format: it renders only `content`, so the content is
-            # what the policy wrote, calls included (malformed ones too), or its next turn would follow a tool result
-            # it never asked for, and a trainer would learn turns without their calls. `tool_calls` still holds the
-            # parsed calls, for the environment and for trainers whose template has a tool format.
-            message = {**message, "content": text.strip()}
-        return {**message, "tool_errors": parsed.errors} if parsed.errors else message
+        return assistant_turn(text, turn, {"python"}, self.config.system_prompt)
 
     def close(self) -> None:
         self._verifiers.close()

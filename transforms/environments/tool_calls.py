@@ -68,6 +68,18 @@ def parse_tool_calls(text: str, turn: int, known: set[str]) -> ParsedTurn:
     return ParsedTurn(message, errors)
 
 
+def assistant_turn(text: str, turn: int, known: set[str], text_protocol: bool) -> dict[str, Any]:
+    """The assistant message an environment's `parse` gives the stage for a sampled `text`: the parsed calls in
+    `tool_calls`, the ones that could not be parsed in `tool_errors` (for `step`, not the conversation). In the text
+    protocol, for a template without a tool format: it renders only `content`, so the content is what the policy
+    wrote, calls included (malformed ones too), or its next turn would follow a tool result it never asked for, and
+    a trainer would learn turns without their calls. `tool_calls` still holds the parsed calls, for the environment
+    and for trainers whose template has a tool format. Else the content is the text outside the calls."""
+    parsed = parse_tool_calls(text, turn, known)
+    message = {**parsed.message, "content": text.strip()} if text_protocol else parsed.message
+    return {**message, "tool_errors": parsed.errors} if parsed.errors else message
+
+
 def _parse_one(body: str, known: set[str]) -> tuple[dict[str, Any] | None, str | None]:
     try:
         value = json.loads(body)

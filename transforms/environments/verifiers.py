@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from rewardmill.transforms.environments.contract import StepResult
-from rewardmill.transforms.environments.tool_calls import parse_tool_calls, protocol_prompt
+from rewardmill.transforms.environments.tool_calls import assistant_turn, protocol_prompt
 from rewardmill.transforms.sources import vf_tasks
 
 
@@ -61,6 +61,13 @@ class VerifiersEnvironment:
         self._taskset = vf_tasks.load_taskset(config.id, config.args)
         vf_tasks.check_offline(self._taskset)
         self._tools = vf_tasks.ToolServers(self._taskset)
+        self._tasks: dict[str, Any] = {}  # the whole record (canonical JSON) -> its task, rebuilt and checked once
+
+    def _task(self, record: dict[str, Any]):
+        key = json.dumps(record, sort_keys=True)  # the data too: an edited record is rebuilt, and its hash refused
+        if key not in self._tasks:
+            self._tasks[key] = vf_tasks.task_from_record(self._taskset, record)
+        return self._tasks[key]
 
     def use_template(self, renders_tools: bool | None) -> None:
         if self._auto:
@@ -77,17 +84,15 @@ class VerifiersEnvironment:
     def parse(self, text: str, turn: int) -> dict[str, Any]:
         if not self._tools.schemas:
             return {"role": "assistant", "content": text}
-        parsed = parse_tool_calls(text, turn, self._tools.names())
-        message = {**parsed.message, "content": text.strip()} if self.config.system_prompt else parsed.message
-        return {**message, "tool_errors": parsed.errors} if parsed.errors else message
+        return assistant_turn(text, turn, self._tools.names(), self.config.system_prompt)
 
     def reset(self, prompt: dict[str, Any]) -> dict[str, Any]:
         record = _task_record(prompt)
-        task = vf_tasks.task_from_record(self._taskset, record)
+        task = self._task(record)
         return {"task": record, "prompt": vf_tasks.prompt_messages(task.data), "turns": []}
 
     def step(self, state: dict[str, Any], assistant: dict[str, Any]) -> tuple[dict[str, Any], StepResult]:
-        task = vf_tasks.task_from_record(self._taskset, state["task"])
+        task = self._task(state["task"])
         calls, errors = assistant.get("tool_calls") or [], assistant.get("tool_errors") or []
         plain = {k: assistant[k] for k in ("role", "content", "reasoning", "tool_calls") if assistant.get(k)}
         turns = [*state["turns"], {"role": "assistant", "content": assistant.get("content") or "", **plain}]

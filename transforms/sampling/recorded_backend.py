@@ -16,8 +16,8 @@ from typing import Any
 
 from rewardmill.schemas.prompt import METADATA_RECORDED as SOURCE_KEY
 from rewardmill.schemas.prompt import METADATA_TRACES as METADATA_KEY
-from rewardmill.transforms.environments.columns import trajectory_columns
 from rewardmill.transforms.environments.episodes import Trajectory
+from rewardmill.transforms.environments.rollouts import as_sample
 from rewardmill.transforms.io.progress import Progress
 from rewardmill.transforms.sampling.cache import RolloutCache
 from rewardmill.transforms.sampling.handler import PolicyHandler
@@ -66,18 +66,7 @@ def recorded_samples(prompt: dict[str, Any], count) -> list[Sample]:
         turns = [_accounted(turn, count) for turn in trace["turns"]]
         trajectory = Trajectory(index=j, seed=0, turns=turns, stop_reason="done")
         recording = Recording({**{k: where[k] for k in ("file", "sha256", "format")}, "line": trace["line"]})
-        columns = trajectory_columns(trajectory, recording, trace.get("tools"))
-        samples.append(
-            Sample(
-                index=j,
-                seed=0,
-                completion=columns.pop("completion"),
-                n_tokens=columns.pop("n_tokens"),
-                finish_reason=columns.pop("finish_reason"),
-                logprob_sum=columns.pop("logprob_sum"),
-                trajectory=columns,
-            )
-        )
+        samples.append(as_sample(trajectory, recording, trace.get("tools")))  # as an environment's episode is
     return samples
 
 

@@ -79,6 +79,7 @@ def test_a_prompt_from_elsewhere_or_edited_data_is_refused(calc):
     env, prompts = calc
     with pytest.raises(ValueError, match="no verifiers task"):
         env.reset({"messages": prompts[0]["messages"], "metadata": None})
+    env.reset(prompts[0])  # the genuine task first: what the environment keeps of it must not vouch for an edit
     edited = json.loads(prompts[0]["metadata"])
     edited["verifiers"]["task"]["data"]["answer"] = 13  # a reference edited after the prompts were made
     with pytest.raises(ValueError, match="hashes to"):
