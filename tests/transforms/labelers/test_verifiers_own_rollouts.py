@@ -12,7 +12,9 @@ and the model are the real ones."""
 import asyncio
 import hashlib
 import json
+import os
 import sys
+import uuid
 from pathlib import Path
 
 import pytest
@@ -31,7 +33,9 @@ def verifiers_runs(monkeypatch, tmp_path, vllm_server, policy_dir):
     async def prepare_uv_script(self, script, env=None, *, activate=True):
         data = script.encode() if isinstance(script, str) else script
         path = f"{self.scripts_dir}/{hashlib.sha256(data).hexdigest()}.py"
-        await self.write(path, data)
+        temporary = f"{path}.{uuid.uuid4().hex}.tmp"  # concurrent rollouts write the same script: publish it whole
+        await self.write(temporary, data)
+        os.replace(temporary, path)
         return [sys.executable, path]
 
     monkeypatch.setattr(Runtime, "prepare_uv_script", prepare_uv_script)
