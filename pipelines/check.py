@@ -132,27 +132,51 @@ def model_folder_problems(settings: dict[str, Any]) -> list[str]:
     ]
 
 
+def rubric_problems(params: dict[str, Any], settings: dict[str, Any]) -> list[str]:
+    """Labelers graded by a rubric set (`config.rubrics`) that params `rubrics` does not configure."""
+    sets = set(params.get("rubrics") or {})
+    found = []
+    for stage, value in settings.items():
+        rubric_set = (
+            value.get("config", {}).get("rubrics") if stage.startswith("label@") and isinstance(value, dict) else None
+        )
+        if isinstance(rubric_set, str) and rubric_set not in sets:
+            known = f"params rubrics has {sorted(sets)}" if sets else "params rubrics configures none"
+            found.append(f"{stage}: config.rubrics names rubric set {rubric_set!r}, but {known}")
+    return found
+
+
 def problems(params: dict[str, Any]) -> list[str]:
     settings = all_settings(params)
-    return settings_problems(params, settings) + input_problems(params, settings)
+    return settings_problems(params, settings) + input_problems(params, settings) + rubric_problems(params, settings)
 
 
-def write_ok(out: str) -> None:
-    """{"ok": true}, whole or not at all."""
+def rubric_sets(params: dict[str, Any]) -> dict[str, str]:
+    """{rubric set: its mode}, sorted: what the rubrics stages will write (the label stages' dependency)."""
+    return {
+        name: (entry or {}).get("mode", "reference") for name, entry in sorted((params.get("rubrics") or {}).items())
+    }
+
+
+def write_ok(out: str, record: dict = OK) -> None:
+    """`record` as JSON ({"ok": true}), whole or not at all."""
     path = Path(out)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f"{path.name}.tmp-{os.getpid()}")
-    tmp.write_text(json.dumps(OK) + "\n")
+    tmp.write_text(json.dumps(record, sort_keys=True) + "\n")
     tmp.replace(path)
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--out", default="data/check.json", help='where {"ok": true} goes when every check passes')
+    parser.add_argument("--rubric-sets", default=None, help="where the configured rubric sets ({name: mode}) go")
     args = parser.parse_args(argv)
     found = problems(read_params())
     if found:
         count = f"{len(found)} problems" if len(found) > 1 else "1 problem"
         raise CheckError(f"{params_path()}: {count}, nothing ran: {'; '.join(found)}")
     write_ok(args.out)
+    if args.rubric_sets:
+        write_ok(args.rubric_sets, {"rubric_sets": rubric_sets(read_params())})
     print(f"check: {params_path()} loads, every labeler resolves, every input exists")

@@ -31,6 +31,7 @@ STAGES = {
     "model": "rewardmill.pipelines.model",
     "prompts": "rewardmill.pipelines.prompts",
     "rollouts": "rewardmill.pipelines.rollouts",
+    "rubrics": "rewardmill.pipelines.rubrics",
     "label": "rewardmill.pipelines.label",
     "steps": "rewardmill.pipelines.steps",
     "assemble": "rewardmill.pipelines.assemble",
@@ -177,7 +178,7 @@ def dispatch(argv: list[str]) -> int:
         return 0
     from rewardmill.transforms.io import timings
 
-    stage = f"{args.stage}@{args.args[0]}" if args.stage in ("label", "steps") and args.args else args.stage
+    stage = f"{args.stage}@{args.args[0]}" if args.stage in ("label", "steps", "rubrics") and args.args else args.stage
     timings.start(stage)  # bench/overhead.py: off unless REWARDMILL_TIMINGS is set
     program, sys.argv[0] = sys.argv[0], f"rewardmill run {args.stage}"  # the stage's --help names the real command
     try:

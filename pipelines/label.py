@@ -23,7 +23,7 @@ import apache_beam as beam
 import polars as pl
 import pyarrow as pa
 
-from rewardmill.schemas import LABEL_V1, PROMPT_V1, ROLLOUT_V2, ROLLOUT_V3
+from rewardmill.schemas import LABEL_V1, PROMPT_V1, ROLLOUT_V2, ROLLOUT_V3, RUBRIC_V1
 from rewardmill.schemas.common import schema_id
 from rewardmill.transforms.config import load_section
 from rewardmill.transforms.errors import UserError
@@ -39,7 +39,13 @@ from rewardmill.transforms.labelers.beam import (
     LabelAll,
     LabelRollouts,
 )
-from rewardmill.transforms.labelers.contract import PROMPT_ONLY_COLUMNS, declared_tasks
+from rewardmill.transforms.labelers.contract import (
+    GENERATED_RUBRIC,
+    PROMPT_ONLY_COLUMNS,
+    RubricReadingLabeler,
+    declared_tasks,
+    has_hook,
+)
 from rewardmill.transforms.labelers.judge_base import JUDGE_CALL_FAILED, JudgeLabeler
 from rewardmill.transforms.labelers.normalize import normalize_output
 from rewardmill.transforms.labelers.params import LabelerParams, resolve
@@ -89,6 +95,7 @@ def build(
     total: int | None = None,
     over_budget: frozenset[str] = frozenset(),
     prompts_dir: str | None = None,
+    rubrics_dir: str | None = None,
 ) -> None:
     cls, config = resolve(name, params)
     dofn = LabelRollouts(cls, config, name, cache_dir, flush_every, total, tasks=params.tasks)
@@ -103,6 +110,13 @@ def build(
             | "Prompt metadata" >> beam.Map(lambda r: (r["prompt_id"], r["metadata"]))
         )
         rows = rows | "Join prompt metadata" >> beam.Map(with_metadata, beam.pvalue.AsDict(metadata))
+    if rubrics_dir is not None:  # a labeler that grades against a generated rubric set
+        rubrics = (
+            p
+            | "Read rubrics" >> ReadStageOutput(rubrics_dir, RUBRIC_V1)
+            | "Rubric criteria" >> beam.Map(lambda r: (r["prompt_id"], r["criteria"]))
+        )
+        rows = rows | "Join rubrics" >> beam.Map(with_rubric, beam.pvalue.AsDict(rubrics))
     labeled = rows | f"Label {name}" >> LabelAll(dofn)
     _ = labeled.labels | "Write labels" >> WriteSortedParquet(
         out_dir, LABEL_V1, sort_key=lambda r: f"{r['rollout_id']}\x00{r['aspect']}", num_shards=params.num_shards
@@ -121,6 +135,27 @@ def build(
 def with_metadata(row: dict[str, Any], metadata: dict[str, str | None]) -> dict[str, Any]:
     """The rollout with its prompt's metadata (a new dict: the row handed in is not changed)."""
     return {**row, "metadata": metadata.get(row["prompt_id"])}
+
+
+def with_rubric(row: dict[str, Any], rubrics: dict[str, list]) -> dict[str, Any]:
+    """The rollout with its prompt's generated rubric (None: the rubrics stage wrote none for it)."""
+    return {**row, GENERATED_RUBRIC: rubrics.get(row["prompt_id"])}
+
+
+def rubrics_needed(cls, config, rubrics: str | None, name: str) -> str | None:
+    """The generated rubric set's folder when the labeler grades against one (None otherwise), or a clear error."""
+    labeler = cls(config)
+    rubric_set = labeler.rubric_set if has_hook(labeler, RubricReadingLabeler) else None
+    if rubric_set is None:
+        return None
+    if rubrics is None:
+        raise UserError(
+            f"labeler {name!r} grades against rubric set {rubric_set!r}: run the stage with --rubrics data/rubrics "
+            "(dvc.yaml's label stage passes it)"
+        )
+    folder = storage.join(rubrics, rubric_set)
+    storage.check_readable(folder, f"rubric set {rubric_set!r} (stage rubrics@{rubric_set})")
+    return folder
 
 
 def prompts_needed(cls, prompts: str | None, name: str) -> str | None:
@@ -265,7 +300,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--cache-flush-every", type=int, default=64, help="labels per cache segment file")
     parser.add_argument("--metrics", default=None, help="write the stage's DVC metrics JSON here")
     parser.add_argument("--prompts", default=None, help="the prompts, for a labeler that reads their metadata")
-    args = absolute_args(parser.parse_args(argv), "rollouts", "out", "prompts")
+    parser.add_argument("--rubrics", default=None, help="the generated rubric sets, for a labeler graded by one")
+    args = absolute_args(parser.parse_args(argv), "rollouts", "out", "prompts", "rubrics")
     args.cache = cache_arg(args.cache)
     setup_logging()
     beam_cfg = load_beam_config()
@@ -274,6 +310,7 @@ def main(argv: list[str] | None = None) -> None:
     out = args.out or f"data/labels/{args.name}"
     storage.check_readable(args.rollouts, "rollouts")
     prompts = prompts_needed(cls, args.prompts, args.name)
+    rubrics = rubrics_needed(cls, config, args.rubrics, args.name)
     total = count_rows(args.rollouts)  # every one is accounted for (check_conservation)
     stage = f"label@{args.name}"
     budget = admission(args.name, params, args.rollouts, args.cache)
@@ -284,12 +321,14 @@ def main(argv: list[str] | None = None) -> None:
         out,
         beam_cfg,
         lambda p, tmp: build(
-            p, args.name, params, args.rollouts, tmp, args.cache, args.cache_flush_every, total, over, prompts
+            p, args.name, params, args.rollouts, tmp, args.cache, args.cache_flush_every, total, over, prompts, rubrics
         ),
         ManifestSpec(
             LABEL_V1,
             params,
-            {"rollouts": args.rollouts} | ({"prompts": prompts} if prompts else {}),
+            {"rollouts": args.rollouts}
+            | ({"prompts": prompts} if prompts else {})
+            | ({"rubrics": rubrics} if rubrics else {}),
             extra=lambda done: manifest_extra(params, cls, done.checked, probed),
         ),
         check=lambda tmp, result: check_output(stage, args.name, params, cls, config, total, tmp, result),

@@ -26,6 +26,7 @@ from rewardmill.transforms.io import storage
 from rewardmill.transforms.io.parquet import read_rows
 from rewardmill.transforms.planning.label_plan import plan_label_stage
 from rewardmill.transforms.planning.rollout_plan import plan_rollouts_stage
+from rewardmill.transforms.planning.rubrics_plan import plan_rubrics_stage
 from rewardmill.transforms.planning.spend import Prices, StagePlan
 from rewardmill.transforms.planning.stages import (
     Paths,
@@ -106,6 +107,8 @@ def plan_stage(
         if note:
             plan.notes.append(note)
         return plan
+    if kind == "rubrics" and name:
+        return plan_rubrics_stage(name, paths, prices, seen=seen, rollouts=rollouts)
     if kind == "label" and name:
         return plan_label_stage(name, paths, prices, seen=seen, rollouts=rollouts or rollouts_to_plan(paths))
     if kind == "steps" and name:
@@ -160,7 +163,7 @@ def main(argv: list[str] | None = None) -> None:
     prices = load_prices()
     stages = args.stage or dag_stages()
     seen: set[str] = set()
-    downstream = any(s.partition("@")[0] in ("label", "steps") for s in stages)
+    downstream = any(s.partition("@")[0] in ("rubrics", "label", "steps") for s in stages)
     rollouts = rollouts_to_plan(paths) if downstream else None  # once: every label and steps stage reads the same
     plans = [plan_stage(stage, paths, prices, seen, rollouts) for stage in stages]
     if args.json:

@@ -26,7 +26,11 @@ STAGE_CONFIGS = {
     "validate": ("rewardmill.pipelines.validate", "ValidateConfig"),
     "export": ("rewardmill.pipelines.export", "ExportConfig"),
 }
-FOREACH = ("labelers", "steps")  # params sections with one DVC stage per entry (label@KEY, steps@KEY)
+FOREACH = (
+    "rubrics",
+    "labelers",
+    "steps",
+)  # params sections with one DVC stage per entry (rubrics@KEY, label@KEY, ...)
 
 
 def dataclass_of(where: tuple[str, str]) -> type:
@@ -40,6 +44,7 @@ def stage_names(params: dict[str, Any]) -> list[str]:
         "model",
         "prompts",
         "rollouts",
+        *(f"rubrics@{key}" for key in params.get("rubrics") or {}),
         *(f"label@{key}" for key in params.get("labelers") or {}),
         *(f"steps@{key}" for key in params.get("steps") or {}),
         "assemble",
@@ -62,6 +67,10 @@ def entry_settings(params: dict[str, Any], stage: str) -> dict[str, Any]:
     if key not in entries:
         raise ConfigError(f"params.yaml: '{section}.{key}' is missing")
     where = f"{section}.{key}"
+    if section == "rubrics":
+        from rewardmill.transforms.rubrics.params import RubricsParams
+
+        return to_plain(from_dict(RubricsParams, entries[key] or {}, where))
     if section == "labelers":
         from rewardmill.pipelines.label import LabelerParams
         from rewardmill.transforms.labelers import get_labeler_class

@@ -12,6 +12,7 @@ from rewardmill.schemas.reject import REJECT_V1
 from rewardmill.schemas.reward import REWARD_V1
 from rewardmill.schemas.rl import RL_V1, RL_V2
 from rewardmill.schemas.rollout import ROLLOUT_V2, ROLLOUT_V3
+from rewardmill.schemas.rubric import RUBRIC_V1
 from rewardmill.schemas.sft import SFT_V1, SFT_V2
 from rewardmill.schemas.step import PRM_V1, STEP_LABEL_V1
 
@@ -23,6 +24,7 @@ SCHEMAS = {
     "pair": PAIR_V2,
     "reward": REWARD_V1,
     "rl": RL_V1,
+    "rubric": RUBRIC_V1,
     "sft": SFT_V1,
     "reject": REJECT_V1,
     "step_label": STEP_LABEL_V1,
@@ -56,6 +58,7 @@ __all__ = [
     "REWARD_V1",
     "RL_V1",
     "RL_V2",
+    "RUBRIC_V1",
     "ROLLOUT_V2",
     "ROLLOUT_V3",
     "SCHEMAS",

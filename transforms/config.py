@@ -190,9 +190,10 @@ def params_hash(obj: Any) -> str:
 
 
 def entry_section(stage: str) -> tuple[str, str]:
-    """label@KEY -> ("labelers", KEY); steps@KEY -> ("steps", KEY): where a foreach stage's entry is in params."""
+    """label@KEY -> ("labelers", KEY); steps@KEY -> ("steps", KEY); rubrics@KEY -> ("rubrics", KEY): where a foreach
+    stage's entry is in params."""
     kind, _, key = stage.partition("@")
-    return ("labelers" if kind == "label" else "steps"), key
+    return {"label": "labelers", "steps": "steps", "rubrics": "rubrics"}[kind], key
 
 
 def mappings(value: Any, where: str = ""):

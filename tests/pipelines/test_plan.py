@@ -141,6 +141,7 @@ def built_with_n4(tmp_path, params_file):
     params = tiny_params()
     params["rollouts"].update(n=4, max_new_tokens=8)
     params["labelers"] = labelers(model)
+    params["rubrics"]["reference"]["backend"] = {"model": str(model)}
     params_file(params)
     prompts = tmp_path / "prompts"
     prompts.mkdir()
@@ -165,6 +166,7 @@ def plan_all(project, capsys) -> dict[str, dict]:
     return {p["stage"]: p for p in json.loads(capsys.readouterr().out)}
 
 
+@pytest.mark.slow
 def test_judges_are_planned_against_the_rollouts_on_disk_while_they_are_current(built_with_n4, capsys):
     project, _ = built_with_n4
     plans = plan_all(project, capsys)
@@ -172,6 +174,8 @@ def test_judges_are_planned_against_the_rollouts_on_disk_while_they_are_current(
     assert plans["label@panel"]["rows"] == 3 * 4 and plans["label@panel"]["requests"] == 3 * 4 * 3  # 3 personas
     assert plans["label@appeal"]["requests"] == 3 * 4  # math_answer rejects every one
     assert not plans["label@panel"]["requests_bound"] and not plans["label@panel"]["notes"]
+    rubrics = plans["rubrics@reference"]  # one writer call per chosen prompt; the refine round is only noted
+    assert (rubrics["rows"], rubrics["requests"]) == (3, 3) and "refine round" in rubrics["notes"][0]
 
 
 def test_after_rollouts_n_changes_the_judges_are_planned_for_the_new_n(built_with_n4, params_file, capsys):

@@ -9,6 +9,7 @@ endpoint, whose tokenizer is not here, gets the generic shapes (untrusted.GENERI
 
 from dataclasses import replace
 
+from rewardmill.transforms.judges.call_cache import CachedJudgeClient
 from rewardmill.transforms.judges.client import BackendConfig, JudgeClient, JudgeRequest, JudgeResponse
 from rewardmill.transforms.judges.untrusted import has_local_tokenizer, local_specials, neutralize
 
@@ -46,6 +47,11 @@ class GuardedJudgeClient:
 
     def usage(self) -> dict[str, int]:
         return self.inner.usage()
+
+    def flush(self) -> None:
+        """Write the call cache's pending responses now (a stage's unit of resume); nothing without a cache."""
+        if isinstance(self.inner, CachedJudgeClient):
+            self.inner.flush()
 
     def close(self) -> None:
         self.inner.close()

@@ -24,6 +24,9 @@ if TYPE_CHECKING:  # base.py imports this module; polars is only needed by the o
 # Prompt columns the rollouts do not carry: a labeler whose `reads` names one gets it joined from the prompts by
 # prompt_id (pipelines/label.py; dvc.yaml's label stages pass --prompts).
 PROMPT_ONLY_COLUMNS = ("metadata",)
+# A generated rubric (a rubrics@NAME stage's criteria for the row's prompt, each {criterion, weight, kind}; None where
+# the stage wrote none), joined by the label stage for a labeler that reads it (RubricReadingLabeler).
+GENERATED_RUBRIC = "generated_rubric"
 
 
 @runtime_checkable
@@ -45,6 +48,15 @@ class Labeler(Protocol):
         """One row's values of `reads`, in order -> its Label (or one per aspect). Score None = cannot label, with
         the reason in `rationale`; an exception becomes an `error` label for that row alone."""
         ...
+
+
+@runtime_checkable
+class RubricReadingLabeler(Protocol):
+    """Grades against a generated rubric set: `rubric_set` names the rubrics@NAME stage whose rubrics the label stage
+    joins into the GENERATED_RUBRIC column by prompt_id (None: the labeler reads none, and the column is not in
+    `reads`)."""
+
+    rubric_set: str | None
 
 
 @runtime_checkable

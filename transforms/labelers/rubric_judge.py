@@ -5,13 +5,18 @@ prompt's own criteria and weights, if any), task (picks a per-task rubric). Outp
 criterion could be read from the judge's reply), confidence, verdict, rationale, raw (the judge's texts, the grade
 per criterion or result per principle, and where the rubric came from).
 
-What a row is graded against, first match wins: its own `rubric` column (with `use_prompt_rubric`), the
+What a row is graded against, first match wins: its generated rubric (with `rubrics: NAME`, the rubrics@NAME stage's
+criteria for its prompt, joined by the label stage), its own `rubric` column (with `use_prompt_rubric`), the
 `task_rubrics` / `task_principles` entry of its task, else `rubric` / `principles` from params (built-in generic
 ones by default). Prometheus mode: one "Feedback: ... [RESULT] n" grade on 1-5 per rubric; a prompt's criteria are
 graded one call each and weight-averaged. Principles mode (RLBFF): one call answers yes/no per principle (or, with
 `principle_calls: each`, one yes/no call per principle, decided by P(yes)); the score is the weighted share
 satisfied. Both report coverage (the weight share that parsed) so a half-read reply is not taken for a confident
 one.
+
+A generated rubric's criteria are graded one by one (Prometheus: a call each; principles: yes/no each), and each
+criterion's score is in raw (`criterion_scores`). Its hard rules must hold: a response that fails one scores 0, with
+the rule named in the rationale; principles give the weighted score.
 """
 
 import json
@@ -35,6 +40,7 @@ from rewardmill.transforms.judges.rubric import (
     principles_score,
 )
 from rewardmill.transforms.labelers.base import Label
+from rewardmill.transforms.labelers.contract import GENERATED_RUBRIC
 from rewardmill.transforms.labelers.judge_base import (
     JudgeLabeler,
     call_failed,
@@ -113,6 +119,7 @@ class Plan:
     """What one row is graded against: where that came from (prompt | task | params) and its criteria."""
 
     source: str
+    kinds: tuple[str, ...] = ()  # a generated rubric: each criterion's kind (hard | principle), in order
     rubrics: tuple[Rubric, ...] = ()  # prometheus: one greedy call per rubric
     weights: tuple[float, ...] = ()  # prometheus: one weight per rubric
     principles: tuple[Principle, ...] = ()  # principles: one call answers them all
@@ -135,6 +142,11 @@ class RubricJudgeConfig:
     principle_calls: Literal["all", "each"] = "all"
     pass_threshold: float = 0.5  # rescaled score at or above which the verdict is `correct`
     aspect: str = "rubric"
+    # the rubrics@NAME stage whose generated rubric (joined by prompt_id) each row is graded against first
+    rubrics: str | None = None
+    # a prompt the rubrics stage wrote no rubric for: abstain (score null, no call) or fallback (graded by the
+    # precedence above; the label's raw `source` says which rubric it was)
+    missing_rubric: Literal["abstain", "fallback"] = "abstain"
 
     def __post_init__(self):  # build every rubric and principle now, so a typo in params fails at config time
         if self.mode not in MODES:
@@ -154,6 +166,8 @@ class RubricJudgeConfig:
                 raise ValueError(f"task_principles.{task}: {exc}") from None
         if self.max_tokens < 1:
             raise ValueError(f"max_tokens must be >= 1, got {self.max_tokens!r}")
+        if self.missing_rubric not in ("abstain", "fallback"):
+            raise ValueError(f"missing_rubric must be 'abstain' or 'fallback', got {self.missing_rubric!r}")
         if self.principle_calls not in ("all", "each"):
             raise ValueError(f"principle_calls must be 'all' or 'each', got {self.principle_calls!r}")
         if not 0 <= self.pass_threshold <= 1:
@@ -169,17 +183,31 @@ class RubricJudge(JudgeLabeler):
     def __init__(self, config: RubricJudgeConfig | None = None):
         super().__init__()
         self.config = config or RubricJudgeConfig()
+        self.rubric_set = self.config.rubrics
+        if self.rubric_set is not None:
+            self.reads = (*type(self).reads, GENERATED_RUBRIC)
 
-    def plan(self, rubric, task: str | None) -> Plan:
-        """Pure: the criteria of one row, by precedence prompt > task > params."""
+    def plan(self, rubric, task: str | None, generated=None) -> Plan:
+        """Pure: the criteria of one row, by precedence generated > prompt > task > params."""
         cfg = self.config
+        if generated_criteria := prompt_criteria(generated):
+            kinds = tuple(kind_of(item) for item in generated if prompt_criteria([item]))
+            texts, weights = [c for c, _ in generated_criteria], tuple(w for _, w in generated_criteria)
+            if cfg.mode == "prometheus":
+                return Plan("generated", kinds, tuple(criterion_rubric(c) for c in texts), weights)
+            named = (Principle(f"criterion {i}", c, w) for i, (c, w) in enumerate(generated_criteria, 1))
+            return Plan("generated", kinds, principles=tuple(named))
         criteria = prompt_criteria(rubric) if cfg.use_prompt_rubric else []
         if cfg.mode == "prometheus":
             if criteria:
-                return Plan("prompt", tuple(criterion_rubric(c) for c, _ in criteria), tuple(w for _, w in criteria))
+                return Plan(
+                    "prompt",
+                    rubrics=tuple(criterion_rubric(c) for c, _ in criteria),
+                    weights=tuple(w for _, w in criteria),
+                )
             if task in cfg.task_rubrics:
-                return Plan("task", (Rubric.from_dict(cfg.task_rubrics[task]),), (1.0,))
-            return Plan("params", (Rubric.from_dict(cfg.rubric or DEFAULT_RUBRIC),), (1.0,))
+                return Plan("task", rubrics=(Rubric.from_dict(cfg.task_rubrics[task]),), weights=(1.0,))
+            return Plan("params", rubrics=(Rubric.from_dict(cfg.rubric or DEFAULT_RUBRIC),), weights=(1.0,))
         if criteria:
             named = (Principle(f"criterion {i}", c, w) for i, (c, w) in enumerate(criteria, 1))
             return Plan("prompt", principles=tuple(named))
@@ -191,7 +219,7 @@ class RubricJudge(JudgeLabeler):
         """Greedy requests for one row: one per Prometheus rubric, or one listing every principle."""
         cfg, question, completion = self.config, question_of(messages), judged_answer(completion)
         sampling = Sampling(temperature=0.0, max_tokens=cfg.max_tokens)
-        if cfg.mode == "principles" and cfg.principle_calls == "each":
+        if cfg.mode == "principles" and (cfg.principle_calls == "each" or plan.source == "generated"):
             tokens = min(cfg.max_tokens, EACH_MAX_TOKENS)
             each = Sampling(temperature=0.0, max_tokens=tokens, top_logprobs=TOP_LOGPROBS)
             return [JudgeRequest(build_principle(question, completion, p), each) for p in plan.principles]
@@ -200,17 +228,28 @@ class RubricJudge(JudgeLabeler):
         shown = reference if cfg.use_reference and isinstance(reference, str) and reference.strip() else None
         return [JudgeRequest(build_prometheus(question, completion, r, shown), sampling) for r in plan.rubrics]
 
-    def label(self, messages, completion: str, reference=None, rubric=None, task=None) -> Label:
-        return self.label_many([(messages, completion, reference, rubric, task)])[0]
+    def label(self, messages, completion: str, reference=None, rubric=None, task=None, generated=None) -> Label:
+        row = (messages, completion, reference, rubric, task) + ((generated,) if self.rubric_set is not None else ())
+        return self.label_many([row])[0]
 
     def label_many(self, rows: list[tuple]) -> list[Label]:
-        """Rows whose answer has no substance get no_answer_label and no call; the others are graded."""
-        ask = [i for i, row in enumerate(rows) if not self.screens_out(judged_answer(row[1]))]
+        """Rows whose answer has no substance get no_answer_label and no call; so do rows of a prompt with no generated
+        rubric (with `rubrics` and missing_rubric abstain: an abstain label); the others are graded."""
+        cfg = self.config
+        unrubricked = {
+            i
+            for i, row in enumerate(rows)
+            if self.rubric_set is not None and cfg.missing_rubric == "abstain" and not prompt_criteria(row[5])
+        }
+        ask = [i for i, row in enumerate(rows) if i not in unrubricked and not self.screens_out(judged_answer(row[1]))]
         labels = dict(zip(ask, self._grade([rows[i] for i in ask]), strict=True)) if ask else {}
-        return [labels.get(i) or no_answer_label(self.config.aspect) for i in range(len(rows))]
+        missing = f"rubric set {self.rubric_set!r} has no rubric for this prompt (rejected or not chosen by its stage)"
+        for i in unrubricked:
+            labels[i] = self._abstain(missing, {"mode": cfg.mode, "source": "none", "coverage": 0.0})
+        return [labels.get(i) or no_answer_label(cfg.aspect) for i in range(len(rows))]
 
     def _grade(self, rows: list[tuple]) -> list[Label]:
-        plans = [self.plan(rubric, task) for _, _, _, rubric, task in rows]
+        plans = [self.plan(row[3], row[4], row[5] if len(row) > 5 else None) for row in rows]
         requests = [self.requests(plan, *row[:3]) for plan, row in zip(plans, rows, strict=True)]
         flat = [r for row in requests for r in row]
         replies = self.client.complete(flat) if flat else []
@@ -230,7 +269,7 @@ class RubricJudge(JudgeLabeler):
         raw = {"mode": cfg.mode, "source": plan.source, "texts": texts, "errors": errors}
         if cfg.mode == "principles":
             principles = list(plan.principles)
-            if cfg.principle_calls == "each":
+            if cfg.principle_calls == "each" or plan.source == "generated":
                 results = {p.name: yes_no_vote(r) for p, r in zip(principles, replies, strict=True)}
                 raw["p_yes"] = {p.name: _rounded(response_p_yes(r)) for p, r in zip(principles, replies, strict=True)}
             else:
@@ -242,6 +281,9 @@ class RubricJudge(JudgeLabeler):
                 return self._abstain("the judge answered no principle readably", raw)
             marks = ", ".join(f"{name} {_mark(value)}" for name, value in results.items())
             rationale = f"{plan.source} principles: {marks}"
+            if plan.kinds:
+                scores = [None if v is None else float(v) for v in results.values()]
+                return self._generated(plan, scores, summary.score, summary.coverage, rationale, raw)
             return self._graded(summary.score, summary.coverage, rationale, raw)
         verdicts = [parse_prometheus(r.text) if not r.error else None for r in replies]
         grades = [v.score if v else None for v in verdicts]
@@ -255,7 +297,22 @@ class RubricJudge(JudgeLabeler):
         shown = ", ".join("?" if g is None else str(g) for g in grades)
         feedback = next((v.feedback for v in verdicts if v and v.feedback), "") or ""
         rationale = f"Prometheus grade {shown} of 5 on the {plan.source} rubric. {feedback}".strip()
+        if plan.kinds:
+            scores = [None if g is None else normalize_score(g, SCALE) for g in grades]
+            return self._generated(plan, scores, score, coverage * CONFIDENCE_UNCALIBRATED, rationale, raw)
         return self._graded(score, coverage * CONFIDENCE_UNCALIBRATED, rationale, raw)
+
+    def _generated(
+        self, plan: Plan, scores: list, score: float, confidence: float, rationale: str, raw: dict
+    ) -> Label:
+        """A generated rubric's label: each criterion's score in raw; a failed hard rule (a no, or a grade below
+        the middle) scores 0."""
+        failed = hard_failures(plan.kinds, scores)
+        raw |= {"kinds": list(plan.kinds), "criterion_scores": [_rounded(s) for s in scores], "hard_failed": failed}
+        if failed:
+            rationale = f"hard rule {', '.join(str(i) for i in failed)} failed. {rationale}"
+            score = 0.0
+        return self._graded(score, confidence, rationale, raw)
 
     def _abstain(self, reason: str, raw: dict) -> Label:
         return Label(None, 0.0, "abstain", reason, raw=json.dumps(raw, ensure_ascii=False), aspect=self.config.aspect)
@@ -279,17 +336,35 @@ class RubricJudge(JudgeLabeler):
             "mean_coverage": _mean([raw["coverage"] for raw in graded]),
             "sources": dict(sorted(Counter(raw["source"] for raw in graded).items())),
         }
-        principled = [raw for raw in graded if raw["mode"] == "principles"]
+        principled = [raw for raw in graded if raw["mode"] == "principles" and "results" in raw]
         if principled:
             named: dict[str, list[bool]] = {}
             for raw in principled:
-                if raw["source"] != "prompt":
+                if raw["source"] not in ("prompt", "generated"):  # their "criterion n" differ on every prompt
                     for name, value in raw["results"].items():
                         named.setdefault(name, []).extend([value] if value is not None else [])
-            prompt = [v for raw in principled if raw["source"] == "prompt" for v in raw["results"].values()]
+            prompt = [
+                v for raw in principled if raw["source"] in ("prompt", "generated") for v in raw["results"].values()
+            ]
             summary["principle_satisfaction"] = {name: _mean(values) for name, values in sorted(named.items())}
             summary["prompt_criteria_satisfaction"] = _mean([v for v in prompt if v is not None])
         return summary
+
+
+def kind_of(item) -> str:
+    """A generated criterion's kind (hard | principle; a rubric without kinds has principles)."""
+    kind = item.get("kind") if isinstance(item, dict) else None
+    return kind if kind in ("hard", "principle") else "principle"
+
+
+def hard_failures(kinds: tuple[str, ...], scores: list) -> list[int]:
+    """1-based numbers of the hard rules whose score is below the middle (a no, or a grade of 1-2 of 5); an unread
+    criterion is not a failure (coverage says it was not read)."""
+    return [
+        i
+        for i, (kind, s) in enumerate(zip(kinds, scores, strict=True), 1)
+        if kind == "hard" and s is not None and s < 0.5
+    ]
 
 
 def _rounded(value: float | None) -> float | None:

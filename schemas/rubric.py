@@ -1,0 +1,36 @@
+"""rubric: one prompt's generated rubric, from the `rubrics@NAME` stage (data/rubrics/NAME/).
+
+A rubric is a list of criteria, each with a weight and a kind: `hard` (a rule the response must satisfy; failing one
+fails the rubric) or `principle` (graded). `rubric_id` is the sha256 of the canonical criteria, so a rubric's version
+changes exactly when its criteria do; `judge` is the fingerprint of the model that wrote it.
+"""
+
+import pyarrow as pa
+
+from rewardmill.schemas.common import list_of, versioned
+
+RUBRIC_KINDS = ("hard", "principle")
+
+CRITERION = pa.struct(
+    [
+        pa.field("criterion", pa.string(), nullable=False),
+        pa.field("weight", pa.float64(), nullable=False),
+        pa.field("kind", pa.string(), nullable=False),  # hard | principle
+    ]
+)
+
+RUBRIC_V1 = versioned(
+    "rubric",
+    1,
+    [
+        pa.field("prompt_id", pa.string(), nullable=False),
+        pa.field("rubric_set", pa.string(), nullable=False),  # the params key NAME of rubrics@NAME
+        pa.field("mode", pa.string(), nullable=False),  # reference | contrastive (+ refined: see `refined`)
+        pa.field("criteria", list_of(CRITERION), nullable=False),
+        pa.field("rubric_id", pa.string(), nullable=False),  # sha256 of the canonical criteria
+        pa.field("refined", pa.int32(), nullable=False),  # criteria rewritten by the refine round (0 = none)
+        pa.field("judge", pa.string(), nullable=False),  # the writer model's id (a content fingerprint when local)
+        pa.field("evidence", pa.string()),  # JSON: what the rubric was written from (rollout ids and their scores)
+        pa.field("raw", pa.string()),  # the judge's texts, kept beside the parsed criteria
+    ],
+)
