@@ -36,11 +36,12 @@ from rewardmill.pipelines.assemble_outputs import (
 from rewardmill.schemas import LABEL_V1, REJECT_V1
 from rewardmill.transforms.aggregate.beam import COUNTS, AssembleBucket, BucketInputs, bucket_inputs, sum_counts
 from rewardmill.transforms.aggregate.bucket import CoreConfig, rollout_read
-from rewardmill.transforms.aggregate.measured_weights import WeightUsed, resolve_weights, weight_record
+from rewardmill.transforms.aggregate.measured_weights import WeightUsed, deciding_gate, resolve_weights, weight_record
 from rewardmill.transforms.aggregate.prm import AssemblePrm
 from rewardmill.transforms.aggregate.prompt_flags import FiltersConfig
 from rewardmill.transforms.aggregate.reward import LABEL_COLUMNS, MEASURED, AggregateConfig
 from rewardmill.transforms.aggregate.rl import RlConfig
+from rewardmill.transforms.aggregate.rubric_validation import RubricValidationConfig, validate_labeler
 from rewardmill.transforms.aggregate.sft import SftConfig
 from rewardmill.transforms.config import ConfigError, load_section, read_params
 from rewardmill.transforms.filters.contamination import load_benchmarks
@@ -52,6 +53,7 @@ from rewardmill.transforms.io.tables import ReadStageTables, TableSink, WriteTab
 from rewardmill.transforms.io.threads import concurrently
 from rewardmill.transforms.judges import probes
 from rewardmill.transforms.pairing.balance import balance_pairs_output
+from rewardmill.transforms.pairing.by_aspect import AspectPairsConfig
 from rewardmill.transforms.pairing.strategies import PairsConfig
 from rewardmill.transforms.stage.conservation import ConservationError
 from rewardmill.transforms.stage.outputs import (
@@ -66,6 +68,7 @@ from rewardmill.transforms.stage.runner import StageTimer, absolute_args, load_b
 from rewardmill.transforms.steps.turn_prm import LABELER as TURNS_LABELER
 
 REJECT_KEY = ("row_id", "reason", "stage")
+VALIDATION_COLUMNS = ("rollout_id", "prompt_id", "labeler", "aspect", "score", "confidence", "verdict")
 SCRATCH = "_scratch"  # tables crossing shuffles as files (transforms/io/tables.spill_table); deleted when done
 COUNTS_FILE = "_counts.json"  # the buckets' summed counts; main() moves them into the manifests
 
@@ -85,6 +88,10 @@ class AssembleConfig:
     pairs: PairsConfig = field(default_factory=PairsConfig)
     rl: RlConfig = field(default_factory=RlConfig)
     sft: SftConfig = field(default_factory=SftConfig)
+    # generated rubrics measured against the gates' preferences; below min_accuracy flagged (and dropped with drop)
+    rubric_validation: RubricValidationConfig = field(default_factory=RubricValidationConfig)
+    # per-aspect pairs (data/datasets/pairs_by_aspect): each named score's best rollout against its worst
+    pairs_by_aspect: AspectPairsConfig = field(default_factory=AspectPairsConfig)
     # PRM rows end at a rollout's first wrong step (Qwen's PRM convention: later steps say nothing once the prefix
     # is wrong); false keeps them, labelled False.
     prm_truncate_after_error: bool = True
@@ -97,7 +104,9 @@ class AssembleConfig:
             raise ValueError(f"num_shards and buckets must be >= 1, got {self.num_shards} and {self.buckets}")
 
     def core(self) -> CoreConfig:
-        return CoreConfig(self.aggregate, self.filters.rollouts(), self.pairs, self.rl, self.sft)
+        return CoreConfig(
+            self.aggregate, self.filters.rollouts(), self.pairs, self.rl, self.sft, by_aspect=self.pairs_by_aspect
+        )
 
 
 def output_sinks(out_dir: str, num_shards: int, trajectories: bool = False) -> dict[str, TableSink]:
@@ -126,6 +135,7 @@ def build(
     steps_dirs: list[str] | None = None,
     turns: bool = False,
     trajectories: bool = False,
+    dropped_rubrics: tuple[tuple[str, str], ...] = (),
 ) -> None:
     """The pipeline; big tables cross its shuffles as files under `out_dir/_scratch/` (main() deletes it).
     `trajectories`: the rollouts are an environment's episodes (multi-turn outputs); `turns`: write their turn-level
@@ -133,7 +143,7 @@ def build(
     scratch = storage.join(out_dir, SCRATCH)
     inputs = bucket_inputs(rollouts_dir, label_dirs)
     sinks = output_sinks(out_dir, cfg.num_shards, trajectories)
-    core = bucket_core(cfg, trajectories)
+    core = dataclasses.replace(bucket_core(cfg, trajectories), dropped_rubrics=dropped_rubrics)
     assemble = AssembleBucket(core, sinks, storage.join(scratch, "outputs"))
     results = (
         p
@@ -192,11 +202,47 @@ def reward_weights(aggregate: AggregateConfig, label_dirs: dict[str, str]) -> di
     return used
 
 
-def record_weights(out: str, manifests: dict[str, dict], used: dict[str, WeightUsed]) -> None:
-    """Add `reward_weights` (measured_weights.weight_record) to each output's manifest (what the card shows)."""
-    record = weight_record(used)
+def rubric_validation(cfg: AssembleConfig, label_dirs: dict[str, str]) -> tuple[dict, tuple[tuple[str, str], ...]]:
+    """Each labeler graded by a generated rubric set, measured against the gates' preferences (read here, in the
+    driver, once, like the measured weights): its record, and the (labeler, prompt) rubrics to drop."""
+    graded = {}
+    for name, directory in label_dirs.items():  # the label stage records the rubric set it graded against
+        try:
+            chosen = read_manifest(directory).get("rubric_set")
+        except FileNotFoundError:  # labels written outside the label stage: no rubric set to validate
+            continue
+        if chosen is not None:
+            graded[name] = chosen
+    if not graded:
+        return {}, ()
+    read = set(graded) | set(cfg.aggregate.gates)
+    frames = [
+        read_frame(p, LABEL_V1, VALIDATION_COLUMNS)
+        for n, d in sorted(label_dirs.items())
+        if n in read
+        for p in list_shards(d)
+    ]
+    labels = pl.concat(frames) if frames else empty_frame(LABEL_V1, VALIDATION_COLUMNS)
+    correct = deciding_gate(labels, cfg.aggregate.gates, cfg.aggregate.min_gate_confidence)
+    record, dropped = {}, []
+    for name, chosen in sorted(graded.items()):
+        record[name], drop = validate_labeler(labels, name, chosen, correct, cfg.rubric_validation)
+        dropped += [(name, prompt) for prompt in drop]
+        r = record[name]
+        log.info(
+            "%s: rubric validation of %s (rubric set %s): accuracy %s on %d trusted pairs of %d rubrics; %d flagged, "
+            "%d dropped",
+            STAGE, name, chosen, r["accuracy"], r["pairs"], r["rubrics_validated"], r["flagged"], r["dropped"],
+        )  # fmt: skip
+    return record, tuple(dropped)
+
+
+def record_driver_facts(out: str, manifests: dict[str, dict], used: dict[str, WeightUsed], rubrics: dict) -> None:
+    """Add `reward_weights` (measured_weights.weight_record) and `rubric_validation` to each output's manifest (what
+    validate's metrics and the card show)."""
+    record = {"reward_weights": weight_record(used)} | ({"rubric_validation": rubrics} if rubrics else {})
     for name in OUTPUTS:
-        manifests[name] = {**manifests[name], "reward_weights": record}
+        manifests[name] = {**manifests[name], **record}
         write_json_atomic(storage.join(out, name, MANIFEST), manifests[name])
 
 
@@ -228,6 +274,11 @@ def main(argv: list[str] | None = None) -> None:
             f"params.yaml: steps.{TURNS_LABELER}: the turn-level PRM rows of trajectories are labeler "
             f"'{TURNS_LABELER}'; rename the steps entry, or set assemble.prm_turns: false"
         )
+    if episodes and cfg.pairs_by_aspect.aspects:
+        raise ConfigError(
+            "params.yaml: assemble.pairs_by_aspect: per-aspect pairs of multi-turn trajectories are not built yet; "
+            "set aspects: [] for rollouts an environment ran"
+        )
     try:
         cfg.aggregate.check_labelers(names)
     except ValueError as exc:
@@ -239,12 +290,15 @@ def main(argv: list[str] | None = None) -> None:
     timer = StageTimer(STAGE)
     used = reward_weights(cfg.aggregate, dict(zip(names, label_dirs, strict=True)))
     numbers = {name: w.weight for name, w in used.items()}
+    validated, dropped = rubric_validation(cfg, dict(zip(names, label_dirs, strict=True)))
     run_cfg = dataclasses.replace(cfg, aggregate=cfg.aggregate.with_weights(numbers))  # manifests record `cfg`
     with atomic_output(args.out) as tmp:
         for name in [*OUTPUTS, *(["prm"] if steps_dirs or turn_rows else [])]:
             storage.make_folder(storage.join(tmp, name))
         run_pipeline(
-            lambda p: build(p, run_cfg, args.rollouts, label_dirs, tmp, steps_dirs, bool(turn_rows), episodes > 0),
+            lambda p: build(
+                p, run_cfg, args.rollouts, label_dirs, tmp, steps_dirs, bool(turn_rows), episodes > 0, dropped
+            ),
             beam_cfg,
         )
         counts = pop_json(storage.join(tmp, COUNTS_FILE))
@@ -265,7 +319,9 @@ def main(argv: list[str] | None = None) -> None:
         )
         check_conservation(tmp, counts, found, args.rollouts, label_dirs, steps_dirs, turn_rows)
         manifests = write_manifests(tmp, cfg, counts, found, labels, steps, turn_rows, episodes > 0)
-        record_weights(tmp, manifests, used)
+        if validated:  # the labels the dropped rubrics took out of the reward, counted by the buckets
+            validated = {"labelers": validated, "labels_dropped": counts.get("labels_dropped_rubric", 0)}
+        record_driver_facts(tmp, manifests, used, validated)
     timer.done(manifests["pairs"])
 
 

@@ -11,7 +11,7 @@ from typing import Any
 import polars as pl
 import pyarrow.compute as pc
 
-from rewardmill.schemas import PAIR_V2, PAIR_V3, PRM_V1, REWARD_V1, RL_V1, RL_V2, SFT_V1, SFT_V2
+from rewardmill.schemas import PAIR_ASPECT_V1, PAIR_V2, PAIR_V3, PRM_V1, REWARD_V1, RL_V1, RL_V2, SFT_V1, SFT_V2
 from rewardmill.schemas.step import TURNS_METHOD
 from rewardmill.transforms.config import read_params
 from rewardmill.transforms.io import storage
@@ -28,6 +28,7 @@ OUTPUTS = {  # folder -> (schema, sort key columns)
     "pairs": (PAIR_V2, ("pair_id",)),
     "rl": (RL_V1, ("prompt_id",)),
     "sft": (SFT_V1, ("rollout_id",)),
+    "pairs_by_aspect": (PAIR_ASPECT_V1, ("pair_id",)),  # empty unless assemble.pairs_by_aspect names aspects
 }
 # From trajectories (an environment ran the rollouts): the multi-turn versions (schemas/__init__.py CURRENT_VERSIONS)
 TRAJECTORY_OUTPUTS = {**OUTPUTS, "pairs": (PAIR_V3, ("pair_id",)), "rl": (RL_V2, ("prompt_id",)),
@@ -39,7 +40,13 @@ def outputs(trajectories: bool) -> dict[str, tuple]:
     return TRAJECTORY_OUTPUTS if trajectories else OUTPUTS
 
 
-OUTPUT_IDS = {"_rewards": "rollout_id", "rl": "prompt_id", "sft": "prompt_id", "pairs": "pair_id"}  # output -> id
+OUTPUT_IDS = {  # output -> id
+    "_rewards": "rollout_id",
+    "rl": "prompt_id",
+    "sft": "prompt_id",
+    "pairs": "pair_id",
+    "pairs_by_aspect": "pair_id",
+}
 
 
 def conservation_reads(out: str, rollouts_dir: str) -> dict[str, partial]:
@@ -92,14 +99,15 @@ def check_conservation(
             unit="prompts",
             allow_empty=True,
         )
-    reconcile(
-        f"{STAGE} pairs",
-        inputs=counts.get("pairs_written", 0),
-        outputs=found["ids/pairs"],
-        rejects=0,
-        unit="pairs",
-        allow_empty=True,
-    )
+    for name, written in (("pairs", "pairs_written"), ("pairs_by_aspect", "aspect_pairs_written")):
+        reconcile(
+            f"{STAGE} {name}",
+            inputs=counts.get(written, 0),
+            outputs=found[f"ids/{name}"],
+            rejects=0,
+            unit="pairs",
+            allow_empty=True,
+        )
     if steps_dirs or trajectories:
         frames = [id_frame(d, ["rollout_id", "labeler"]) for d in steps_dirs]
         labeled = sum(f.unique().height for f in frames) + trajectories

@@ -295,6 +295,7 @@ def main(argv: list[str] | None = None) -> None:
     accuracy = {
         "labeler_audit": labeler_audit(args.validate_metrics),
         "judge_probes": judge_probe_reports(label_manifests(args.labels)),
+        "learned_rules": {k: m for k, m in label_manifests(args.labels).items() if m.get("rules") is not None},
     }
     provenance = Provenance(
         params_hash=params_hash(cfg),

@@ -25,11 +25,12 @@ import pyarrow as pa
 
 from rewardmill.schemas import LABEL_V1, PROMPT_V1, ROLLOUT_V2, ROLLOUT_V3, RUBRIC_V1
 from rewardmill.schemas.common import schema_id
+from rewardmill.schemas.rubric import ALL_PROMPTS
 from rewardmill.transforms.config import load_section
 from rewardmill.transforms.errors import UserError
 from rewardmill.transforms.io import storage
 from rewardmill.transforms.io.json_file import WriteJson, pop_json
-from rewardmill.transforms.io.parquet import ReadStageOutput, WriteSortedParquet
+from rewardmill.transforms.io.parquet import ReadStageOutput, WriteSortedParquet, read_rows
 from rewardmill.transforms.judges import probes
 from rewardmill.transforms.labelers.base import uses_groups
 from rewardmill.transforms.labelers.beam import (
@@ -52,6 +53,7 @@ from rewardmill.transforms.labelers.params import LabelerParams, resolve
 from rewardmill.transforms.labelers.stats import label_stats
 from rewardmill.transforms.planning.label_plan import plan_label_stage
 from rewardmill.transforms.planning.stages import load_prices, plan_paths
+from rewardmill.transforms.rubrics.record import rules_record
 from rewardmill.transforms.stage.budget import StageBudget
 from rewardmill.transforms.stage.conservation import ConservationError, id_frame, labeled_or_rejected, reconcile
 from rewardmill.transforms.stage.outputs import count_rejects, count_rows, read_manifest, write_rejects
@@ -138,14 +140,14 @@ def with_metadata(row: dict[str, Any], metadata: dict[str, str | None]) -> dict[
 
 
 def with_rubric(row: dict[str, Any], rubrics: dict[str, list]) -> dict[str, Any]:
-    """The rollout with its prompt's generated rubric (None: the rubrics stage wrote none for it)."""
-    return {**row, GENERATED_RUBRIC: rubrics.get(row["prompt_id"])}
+    """The rollout with its prompt's generated rubric, or a rule set's (ALL_PROMPTS); None: the stage wrote neither."""
+    return {**row, GENERATED_RUBRIC: rubrics.get(row["prompt_id"], rubrics.get(ALL_PROMPTS))}
 
 
 def rubrics_needed(cls, config, rubrics: str | None, name: str) -> str | None:
     """The generated rubric set's folder when the labeler grades against one (None otherwise), or a clear error."""
     labeler = cls(config)
-    rubric_set = labeler.rubric_set if has_hook(labeler, RubricReadingLabeler) else None
+    rubric_set = labeler.rubric_set if has_hook(labeler, RubricReadingLabeler) else None  # params.rubric_set's test
     if rubric_set is None:
         return None
     if rubrics is None:
@@ -260,7 +262,18 @@ def check_output(stage: str, name: str, params: LabelerParams, cls, config, tota
     return Checked(not_applicable, usage, stats)
 
 
-def manifest_extra(params: LabelerParams, cls, checked: Checked, probed: dict | None) -> dict[str, Any]:
+def rubric_facts(folder: str | None) -> dict[str, Any]:
+    """The rubric set a labeler graded against, for its manifest: its name and rubric count, and for a learned rule
+    set (autorule) the kept rules with their measured agreement (the card's table)."""
+    if folder is None:
+        return {}
+    rows = read_rows(folder, RUBRIC_V1)
+    rules = [rules_record(r) for r in rows if r["prompt_id"] == ALL_PROMPTS]
+    facts = {"rubric_set": str(folder).rstrip("/").rsplit("/", 1)[-1], "rubrics": len(rows)}
+    return facts | ({"rules": rules[0]} if rules else {})
+
+
+def manifest_extra(params: LabelerParams, cls, checked: Checked, probed: dict | None, rubrics: dict) -> dict[str, Any]:
     return (
         {
             "labeler": params.labeler,
@@ -269,6 +282,7 @@ def manifest_extra(params: LabelerParams, cls, checked: Checked, probed: dict | 
         }
         | ({"summary": checked.stats["labeler"]} if "labeler" in checked.stats else {})
         | ({"probes": probed} if probed else {})
+        | rubrics
     )
 
 
@@ -329,7 +343,7 @@ def main(argv: list[str] | None = None) -> None:
             {"rollouts": args.rollouts}
             | ({"prompts": prompts} if prompts else {})
             | ({"rubrics": rubrics} if rubrics else {}),
-            extra=lambda done: manifest_extra(params, cls, done.checked, probed),
+            extra=lambda done: manifest_extra(params, cls, done.checked, probed, rubric_facts(rubrics)),
         ),
         check=lambda tmp, result: check_output(stage, args.name, params, cls, config, total, tmp, result),
         metrics=args.metrics,

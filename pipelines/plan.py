@@ -157,9 +157,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--prompts", default="data/prompts")
     parser.add_argument("--rollouts", default="data/rollouts")
     parser.add_argument("--model", default="models/policy")
+    parser.add_argument("--rubrics", default="data/rubrics")
     parser.add_argument("--cache-root", default=None, help="default: params cache.root")
     args = parser.parse_args(argv)
-    paths = plan_paths(args.cache_root, prompts=args.prompts, rollouts=args.rollouts, model=args.model)
+    paths = plan_paths(
+        args.cache_root, prompts=args.prompts, rollouts=args.rollouts, model=args.model, rubrics=args.rubrics
+    )
     prices = load_prices()
     stages = args.stage or dag_stages()
     seen: set[str] = set()

@@ -9,13 +9,14 @@ bytes, and a rank labeler that already ran as a label stage costs nothing here.
 """
 
 import argparse
+import json
 import math
 
 import apache_beam as beam
 
 from rewardmill.schemas import PROMPT_V1, ROLLOUT_V2, RUBRIC_V1
 from rewardmill.transforms.config import load_section
-from rewardmill.transforms.io.parquet import ReadStageOutput, WriteSortedParquet, stable_shard
+from rewardmill.transforms.io.parquet import ReadStageOutput, WriteSortedParquet, read_rows, stable_shard
 from rewardmill.transforms.rubrics.beam import NAMESPACE, REJECTED, WriteRubrics, with_rollouts
 from rewardmill.transforms.rubrics.params import RubricsParams
 from rewardmill.transforms.rubrics.selection import chosen_prompts
@@ -51,7 +52,8 @@ def build(p, writer: RubricWriter, prompts_dir: str, rollouts_dir: str | None, o
         )
     else:
         rollouts = p | "No rollouts" >> beam.Create([])
-    n_chunks = max(1, math.ceil(len(chosen) / params.chunk_size))
+    # autorule learns one rule set from every chosen prompt's pair: one chunk
+    n_chunks = 1 if params.mode == "autorule" else max(1, math.ceil(len(chosen) / params.chunk_size))
     written = (
         {"prompt": prompts, "rollouts": rollouts}
         | "Group" >> beam.CoGroupByKey()
@@ -68,10 +70,13 @@ def build(p, writer: RubricWriter, prompts_dir: str, rollouts_dir: str | None, o
     write_rejects(written[REJECTED], out_dir)
 
 
-def check_conservation(stage: str, out_dir: str, chosen: int) -> None:
-    """Every chosen prompt has a rubric or a reject; a stage that wrote no rubric at all fails, saying why (its rejects
-    are removed with the temp folder, so their reasons go in the message)."""
+def check_conservation(stage: str, out_dir: str, chosen: int, autorule: bool = False) -> None:
+    """Every chosen prompt has a rubric or a reject (autorule: gave its pair to the rule set, or a reject); a stage
+    that wrote no rubric at all fails, saying why (its rejects are removed with the temp folder, so their reasons go
+    in the message)."""
     written, rejected = labeled_or_rejected(out_dir, id_column="prompt_id")
+    if autorule:  # one row for every prompt, naming the prompts whose pairs it learned from
+        written = sum(len(json.loads(row["evidence"])["prompts"]) for row in read_rows(out_dir, RUBRIC_V1))
     try:
         reconcile(stage, inputs=chosen, outputs=written, rejects=rejected, unit="prompts", allow_empty=chosen == 0)
     except ConservationError as exc:
@@ -112,7 +117,7 @@ def main(argv: list[str] | None = None) -> None:
         beam_cfg,
         lambda p, tmp: build(p, writer, args.prompts, rollouts, tmp, chosen),
         ManifestSpec(RUBRIC_V1, params, inputs, extra={"chosen_prompts": len(chosen)}),
-        check=lambda tmp, result: check_conservation(stage, tmp, len(chosen)),
+        check=lambda tmp, result: check_conservation(stage, tmp, len(chosen), params.mode == "autorule"),
         metrics=args.metrics,
         metrics_record=metrics_record,
     )

@@ -262,6 +262,16 @@ def reward_weights(rewards: Path) -> dict[str, dict]:
     return {name: {k: w.get(k) for k in ("weight", "source", "kappa")} for name, w in sorted(record.items())}
 
 
+def rubric_validation(rewards: Path) -> dict[str, dict]:
+    """How well each generated rubric set reproduced the gates' preferences (assemble's `rubric_validation`), for the
+    metrics: labeler -> {rubric_set, pairs, accuracy, agreement, mean_accuracy, flagged, dropped}; {} without one."""
+    if not (rewards / MANIFEST).is_file():
+        return {}
+    record = (read_manifest(rewards).get("rubric_validation") or {}).get("labelers") or {}
+    keys = ("rubric_set", "rubrics_validated", "pairs", "accuracy", "agreement", "mean_accuracy", "flagged", "dropped")
+    return {name: {k: r.get(k) for k in keys} for name, r in sorted(record.items())}
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--prompts", default="data/prompts", help="the prompts folder")
@@ -289,6 +299,8 @@ def main(argv: list[str] | None = None) -> None:
     qa = label_qa(subfolders(args.labels), args.rollouts, Path(args.datasets) / REWARDS)
     metrics["label_qa"] = qa_summary(qa)
     metrics["reward_weights"] = reward_weights(Path(args.datasets) / REWARDS)
+    if validated := rubric_validation(Path(args.datasets) / REWARDS):
+        metrics["rubric_validation"] = validated
     with atomic_output(args.reports) as folder:  # local folders: DVC metrics and plots, and HTML pages
         tmp = Path(folder)
         run_pipeline(lambda p: build(p, cfg, found, str(tmp)), load_beam_config())

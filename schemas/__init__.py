@@ -6,7 +6,7 @@ silently drop unknown keys. Bump the version suffix when a column changes meanin
 
 from rewardmill.schemas.common import schema_id
 from rewardmill.schemas.label import LABEL_V1
-from rewardmill.schemas.pair import PAIR_V2, PAIR_V3
+from rewardmill.schemas.pair import PAIR_ASPECT_V1, PAIR_V2, PAIR_V3
 from rewardmill.schemas.prompt import PROMPT_V1
 from rewardmill.schemas.reject import REJECT_V1
 from rewardmill.schemas.reward import REWARD_V1
@@ -22,6 +22,7 @@ SCHEMAS = {
     "rollout": ROLLOUT_V2,
     "label": LABEL_V1,
     "pair": PAIR_V2,
+    "pair_aspect": PAIR_ASPECT_V1,
     "reward": REWARD_V1,
     "rl": RL_V1,
     "rubric": RUBRIC_V1,
@@ -50,6 +51,7 @@ def current_ids(name: str) -> frozenset[str]:
 __all__ = [
     "CURRENT_VERSIONS",
     "LABEL_V1",
+    "PAIR_ASPECT_V1",
     "PAIR_V2",
     "PAIR_V3",
     "PRM_V1",

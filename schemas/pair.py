@@ -58,3 +58,9 @@ PAIR_V3 = versioned(
         pa.field("tools", pa.string()),
     ],
 )
+
+# Per-aspect pairs (assemble.pairs_by_aspect; data/datasets/pairs_by_aspect/): the pair columns, with
+# `score_chosen`, `score_rejected` and `margin` the named aspect's own scores (not the reward) and `aspect` naming it
+# ("labeler/aspect", a name of the score vector). `pair_type` is "by_aspect"; `pair_id` hashes the aspect too.
+BY_ASPECT = "by_aspect"  # the pair_type of every per-aspect pair
+PAIR_ASPECT_V1 = versioned("pair_aspect", 1, [*PAIR_V2, pa.field("aspect", pa.string(), nullable=False)])

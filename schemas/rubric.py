@@ -10,6 +10,7 @@ import pyarrow as pa
 from rewardmill.schemas.common import list_of, versioned
 
 RUBRIC_KINDS = ("hard", "principle")
+ALL_PROMPTS = "*"  # the prompt_id of a learned rule set's one row (mode autorule): it applies to every prompt
 
 CRITERION = pa.struct(
     [

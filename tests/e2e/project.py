@@ -57,7 +57,8 @@ def parquet_digests(root: Path) -> dict[str, str]:
 
 def build(root: Path) -> None:
     """The demo DAG in a fresh git repo at `root`: `rewardmill plan` before each spend (the rollouts' samples, then
-    every label and steps stage's calls), and `dvc repro` of every stage."""
+    every label and steps stage's calls, once the rubric sets they grade against are written), and `dvc repro` of every
+    stage."""
     root.mkdir(parents=True)
     for name in ["dvc.yaml", ".dvcignore"]:
         shutil.copy(REPO / name, root / name)
@@ -75,7 +76,7 @@ def build(root: Path) -> None:
     run(["git", "commit", "-qm", "init"], root)
     run([str(BIN / "dvc"), "repro", "model", "prompts"], root)
     plans(root).write_text(run_json([str(BIN / "rewardmill"), "plan", "--json", "--stage", "rollouts"], root))
-    run([str(BIN / "dvc"), "repro", "rollouts"], root)
+    run([str(BIN / "dvc"), "repro", "rollouts", *(f"rubrics@{name}" for name in params.get("rubrics") or {})], root)
     plans(root, "labels").write_text(run_json([str(BIN / "rewardmill"), "plan", "--json"], root))
     run([str(BIN / "dvc"), "repro"], root)
 

@@ -34,6 +34,8 @@ def test_repro_builds_every_output(project):
         "data/labels/code_tests",
         "data/labels/appeal",
         "data/labels/panel",
+        "data/rubrics/reference",
+        "data/labels/rubric",
         "data/datasets/pairs",
         "data/datasets/rl",
         "data/datasets/sft",

@@ -90,7 +90,7 @@ def test_every_input_is_accounted_for(project, params_file):
     params_file(params(project, strategies=strategies, min_agreement=0.3))
     run()
     out = project / "data/datasets"
-    assert sorted(f.name for f in out.iterdir()) == ["_rewards", "pairs", "rl", "sft"]  # the shuffle scratch is gone
+    assert sorted(f.name for f in out.iterdir()) == ["_rewards", "pairs", "pairs_by_aspect", "rl", "sft"]  # no scratch
     rewards = {r["rollout_id"]: r for r in read_rows(str(out / "_rewards"))}
     assert len(rewards) == 24
     statuses = {pid: {rewards[f"{pid}-r{i}"]["status"] for i in range(4)} for pid in SPECS}

@@ -234,7 +234,7 @@ def test_no_steps_section_writes_no_prm_and_the_same_pairs(project, params_file)
     for steps in (None, {}):  # section absent, section empty
         params_file(params(steps))
         out = run_assemble("b/datasets")
-        assert sorted(p.name for p in out.iterdir()) == ["_rewards", "pairs", "rl", "sft"]
+        assert sorted(p.name for p in out.iterdir()) == ["_rewards", "pairs", "pairs_by_aspect", "rl", "sft"]
         assert digests(out / "pairs") == with_steps  # shards, rejects and manifest byte for byte
 
 

@@ -62,6 +62,20 @@ def project(policy_dir, tmp_path_factory) -> Path:
             "rank_by": {"labeler": "reference_similarity", "config": {"metric": "rougeL"}},
         },
     }
+    params["rubrics"]["rules"] = {  # ROUGE-L ranks finely: most math prompts have a pair to learn from
+        "mode": "autorule",
+        "tasks": ["math"],
+        "rank_by": {"labeler": "reference_similarity", "config": {"metric": "rougeL"}},
+        "n_criteria": 3,
+        "max_tokens": 96,
+        "autorule": {"max_candidates": 4, "min_agreement": 0.0, "rationale_tokens": 64},
+    }
+    params["labelers"]["rules"] = {
+        "labeler": "rule_checker",
+        "tasks": ["math"],
+        "config": {"rubrics": "rules"},
+        "probe_prompts": 0,
+    }
     params["labelers"]["rubric"] = {
         "labeler": "rubric_judge",
         "tasks": ["math"],
@@ -177,3 +191,30 @@ def test_rubric_judge_grades_each_rollout_against_its_prompts_rubric(project):
             assert raw["source"] == "none" and label["verdict"] == "abstain" and label["score"] is None
     missing = rewardmill(project, "label", "rubric", "--out", "data/labels/rubric2", check=False)
     assert missing.returncode == 2 and "--rubrics data/rubrics" in missing.stderr
+
+
+def test_autorule_learns_one_rule_set_and_rule_checker_scores_against_it(project):
+    rewardmill(project, *stage_args("rules"))
+    out = project / "data/rubrics/rules"
+    rows, rejects = read_rows(str(out)), read_rows(str(out / "_rejects"))
+    (row,) = rows
+    assert row["prompt_id"] == "*" and row["mode"] == "autorule"
+    evidence = json.loads(row["evidence"])
+    assert len(evidence["prompts"]) + len(rejects) == 6 and {r["reason"] for r in rejects} <= {"no_contrast"}
+    assert evidence["extraction_pairs"] + evidence["heldout_pairs"] == len(evidence["prompts"])
+    kept = [c for c in evidence["candidates"] if c["kept"]]
+    assert [c["criterion"] for c in row["criteria"]] == [c["rule"] for c in kept]
+    for candidate in evidence["candidates"]:  # what was measured on the held-out pairs is reported for every rule
+        assert candidate["agree"] + candidate["disagree"] + candidate["undecided"] == evidence["heldout_pairs"]
+    (project / "data/rubrics/_sets.json").write_text('{"rubric_sets": {"rules": "autorule"}}')
+    rewardmill(project, "label", "rules", "--out", "data/labels/rules", "--cache", "cache/labels", "--rubrics",
+               "data/rubrics")  # fmt: skip
+    labels = read_rows(str(project / "data/labels/rules"))
+    assert len(labels) == 6 * 3 and {label["aspect"] for label in labels} == {"rules"}
+    manifest = json.loads((project / "data/labels/rules/_manifest.json").read_text())
+    assert manifest["rubric_set"] == "rules" and len(manifest["rules"]) == len(kept)
+    if kept:  # every rollout is checked against the same rules, whatever its prompt
+        graded = [json.loads(label["raw"]) for label in labels if label["score"] is not None]
+        assert graded and all(len(raw["results"]) == len(kept) for raw in graded)
+    else:
+        assert all(label["score"] is None for label in labels)

@@ -19,6 +19,7 @@ from rewardmill.transforms.aggregate.sft import SftConfig, build_sft_rows
 from rewardmill.transforms.aggregate.status import KEPT, RolloutFilterConfig, flags_frame, with_status
 from rewardmill.transforms.aggregate.trajectories import TRAJECTORY_COLUMNS
 from rewardmill.transforms.io.frames import frame_to_table
+from rewardmill.transforms.pairing.by_aspect import AspectPairsConfig, build_aspect_pairs
 from rewardmill.transforms.pairing.rows import build_pair_rows
 from rewardmill.transforms.pairing.strategies import PairsConfig, choose_pairs, group_prompt, pair_group
 
@@ -52,6 +53,10 @@ class CoreConfig:
     # The rollouts are trajectories (an environment ran them): pairs, SFT and RL rows carry their messages, tools and
     # environment (PAIR_V3, SFT_V2, RL_V2). Set by the stage from the rollouts' manifest, not a param.
     trajectories: bool = False
+    # (labeler, prompt_id): a generated rubric the rubric validation flagged and drops (assemble.rubric_validation
+    # drop): that labeler's labels of the prompt's rollouts leave the reward. Set by the stage, not a param.
+    dropped_rubrics: tuple[tuple[str, str], ...] = ()
+    by_aspect: AspectPairsConfig = field(default_factory=AspectPairsConfig)  # params assemble.pairs_by_aspect
 
 
 @dataclass
@@ -75,6 +80,15 @@ def reject_table(frame: pl.DataFrame) -> pa.Table:
     payload = pl.col("payload") if "payload" in frame.columns else pl.lit(None, dtype=pl.String)
     rows = frame.select(stage=pl.lit(STAGE), row_id="row_id", reason="reason", detail="detail", payload=payload)
     return frame_to_table(rows, REJECT_V1)
+
+
+def without_dropped_rubrics(labels: pl.DataFrame, rollouts: pl.DataFrame, dropped) -> pl.DataFrame:
+    """`labels` without the dropped rubrics' labels: (labeler, prompt_id) pairs, matched through the rollouts."""
+    if not dropped:
+        return labels
+    drop = pl.DataFrame(list(dropped), schema={"labeler": pl.String, "prompt_id": pl.String}, orient="row")
+    gone = drop.join(rollouts.select("rollout_id", "prompt_id"), on="prompt_id").select("rollout_id", "labeler")
+    return labels.join(gone, on=["rollout_id", "labeler"], how="anti", maintain_order="left")
 
 
 def assemble_bucket(
@@ -101,7 +115,8 @@ def assemble_bucket(
         reason=pl.lit("orphan_label"),
         detail=pl.lit("label from ") + pl.col("labeler") + pl.lit(" has no rollout"),
     )
-    scored = with_status(score_rollouts(ro, lab, cfg.aggregate), flags, cfg.rollouts)
+    scoring = without_dropped_rubrics(lab, ro, cfg.dropped_rubrics)
+    scored = with_status(score_rollouts(ro, scoring, cfg.aggregate), flags, cfg.rollouts)
     # Pairs come from one prompt's rollouts of one policy (or of all, with cross_policy): the strategies see each
     # such group as a prompt, and the picked pairs get their prompt id back. Groups are read off every rollout of a
     # prompt, before any filter.
@@ -116,6 +131,7 @@ def assemble_bucket(
     )
     picked = picked.with_columns(prompt_id=group_prompt(pl.col("prompt_id")))
     pairs, dropped = build_pair_rows(picked, scored, cfg.pairs, prompt_rows, cfg.trajectories)
+    by_aspect, aspect_rejects = build_aspect_pairs(kept, scored, groups, cfg.by_aspect, cfg.pairs, prompt_rows)
     sft, sft_rejects = build_sft_rows(scored, cfg.sft, prompt_rows, cfg.trajectories)
     rl = build_rl_rows(scored, set(flags), cfg.rl, prompt_rows, cfg.trajectories)
     rl_rejects = flags_frame(flags).select(row_id="prompt_id", reason="flag_reason", detail="flag_detail")
@@ -126,20 +142,23 @@ def assemble_bucket(
     counts = {
         "rollouts": ro.height,
         "labels": lab.height,
+        "labels_dropped_rubric": lab.height - scoring.height,  # assemble.rubric_validation drop
         "prompts": scored["prompt_id"].n_unique(),
         "rollouts_kept": kept.height,
         "pairs_candidates": picked.height + repeated,
         "pairs_repeated": repeated,  # chosen again by a later strategy: kept once, as the first strategy's
         "pairs_dropped": dropped.height,
         "pairs_written": pairs.num_rows,
+        "aspect_pairs_written": by_aspect.num_rows,
     }
     return BucketResult(
-        tables={"_rewards": rewards, "pairs": pairs, "rl": rl, "sft": sft},
+        tables={"_rewards": rewards, "pairs": pairs, "rl": rl, "sft": sft, "pairs_by_aspect": by_aspect},
         rejects={
             "_rewards": reject_table(pl.concat([not_kept, orphans])),
             "pairs": reject_table(pl.concat([no_pair, dropped], how="diagonal")),
             "rl": reject_table(rl_rejects),
             "sft": reject_table(sft_rejects),
+            "pairs_by_aspect": reject_table(aspect_rejects),
         },
         counts=counts,
     )

@@ -30,6 +30,7 @@ from rewardmill.transforms.export.hub_layout import ConfigExport
 from rewardmill.transforms.export.markdown import table
 from rewardmill.transforms.export.provenance import Provenance, provenance_section
 from rewardmill.transforms.export.reward_weights import reward_weights_section
+from rewardmill.transforms.export.rubric_validation import learned_rules_section, rubric_validation_section
 from rewardmill.transforms.export.trainers import training_section
 
 __all__ = ["Provenance", "build_card", "front_matter", "parse_source", "size_category", "type_name"]
@@ -64,11 +65,13 @@ def build_card(
     viewer: str | None = None,
     labeler_audit: dict[str, Any] | None = None,
     judge_probes: dict[str, dict[str, Any]] | None = None,
+    learned_rules: dict[str, dict[str, Any]] | None = None,
 ) -> str:
     """-> README.md text. `manifests` maps a config to its upstream `_manifest.json`; `repo_id` goes in snippets;
     `viewer` is the export's offline viewer page (a path relative to the card), linked when given; `labeler_audit` is
     the validate stage's metrics `labeler_audit` (or `rewardmill audit --output`'s JSON), shown as a table;
-    `judge_probes` maps a judge's params key to its attack-probe numbers (transforms/judges/probes.summary)."""
+    `judge_probes` maps a judge's params key to its attack-probe numbers (transforms/judges/probes.summary);
+    `learned_rules` maps a rule_checker's params key to its label manifest (its rule set and the kept rules)."""
     configs = sorted(configs, key=lambda c: c.name)
     manifests = {c.name: (manifests or {}).get(c.name) or {} for c in configs}
     front = yaml.safe_dump(
@@ -81,6 +84,8 @@ def build_card(
         _rejects(configs, manifests),
         _label_methods(configs, manifests, provenance),
         reward_weights_section(manifests),
+        rubric_validation_section(manifests),
+        learned_rules_section(learned_rules),
         labeler_accuracy_section(labeler_audit),
         judge_probes_section(judge_probes),
         _pair_types(configs, manifests),

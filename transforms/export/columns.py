@@ -109,3 +109,13 @@ RL_V2_COLUMN_DOCS = {
     "trainer's rollouts can run in the same one",
     "tools": _TOOLS,
 }
+
+PAIR_ASPECT_COLUMN_DOCS = {
+    **PAIR_COLUMN_DOCS,
+    "pair_id": "sha256 of the prompt id with the aspect and both rollout ids; unique per row",
+    "aspect": "the objective this pair differs on: a name of the score vector (`labeler/aspect`)",
+    "score_chosen": "the chosen side's score on `aspect` (not the aggregated reward)",
+    "score_rejected": "the rejected side's score on `aspect`",
+    "margin": "score_chosen - score_rejected on `aspect`, > 0",
+    "pair_type": "`by_aspect`",
+}

@@ -24,9 +24,10 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 
-from rewardmill.schemas import PAIR_V2, PAIR_V3, PRM_V1, RL_V1, RL_V2, SFT_V1, SFT_V2
+from rewardmill.schemas import PAIR_ASPECT_V1, PAIR_V2, PAIR_V3, PRM_V1, RL_V1, RL_V2, SFT_V1, SFT_V2
 from rewardmill.schemas.common import schema_id
 from rewardmill.transforms.export.columns import (
+    PAIR_ASPECT_COLUMN_DOCS,
     PAIR_COLUMN_DOCS,
     PAIR_V3_COLUMN_DOCS,
     PRM_COLUMN_DOCS,
@@ -84,6 +85,15 @@ EXPORTABLE: dict[str, ConfigSpec] = {
         "Preference pairs in TRL's conversational format: `prompt` (user turns), `chosen` and `rejected` "
         "(assistant turns) from the policy's own samples of one prompt, with the reward gap in `margin` and each "
         "side's verified correctness and named scores.",
+        "preference",
+    ),
+    schema_id(PAIR_ASPECT_V1): ConfigSpec(
+        with_descriptions(PAIR_ASPECT_V1, PAIR_ASPECT_COLUMN_DOCS),
+        "pair_id",
+        "Per-aspect preference pairs for multi-objective training (Directional Preference Alignment, "
+        "Multi-Objective DPO, ArmoRM): for each named aspect, a prompt's sample that scores highest on it against "
+        "the one that scores lowest. `aspect` names the objective; `score_chosen`, `score_rejected` and `margin` "
+        "are its scores, not the reward; filter on `aspect` for one objective's pairs.",
         "preference",
     ),
     # One row per (steps labeler, rollout): a rollout labelled by two steps labelers gives two rows.

@@ -23,6 +23,7 @@ from rewardmill.transforms.labelers.reference_judge import ReferenceJudge
 from rewardmill.transforms.labelers.reference_similarity import ReferenceSimilarityVerifier
 from rewardmill.transforms.labelers.reward_model import RewardModelScorer
 from rewardmill.transforms.labelers.rubric_judge import RubricJudge
+from rewardmill.transforms.labelers.rule_checker import RuleChecker
 from rewardmill.transforms.labelers.self_consistency import SelfConsistencyVerifier
 from rewardmill.transforms.labelers.tiered import TieredVerifier
 from rewardmill.transforms.labelers.trajectory_judge import TrajectoryJudge
@@ -45,6 +46,7 @@ LABELERS = {
     "reference_similarity": ReferenceSimilarityVerifier,
     "reward_model": RewardModelScorer,
     "rubric_judge": RubricJudge,
+    "rule_checker": RuleChecker,
     "self_consistency": SelfConsistencyVerifier,
     "tiered": TieredVerifier,
     "trajectory_judge": TrajectoryJudge,

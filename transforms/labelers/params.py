@@ -38,3 +38,12 @@ def resolve(name: str, params: LabelerParams):
     cls = get_labeler_class(params.labeler)
     config = from_dict(cls.Config, params.config, f"labelers.{name}.config")
     return cls, config
+
+
+def rubric_set(name: str, params: LabelerParams) -> str | None:
+    """The generated rubric set the entry's labeler grades against (RubricReadingLabeler), or None."""
+    from rewardmill.transforms.labelers.contract import RubricReadingLabeler, has_hook
+
+    cls, config = resolve(name, params)
+    labeler = cls(config)
+    return labeler.rubric_set if has_hook(labeler, RubricReadingLabeler) else None

@@ -5,14 +5,24 @@ compute, with no requests."""
 
 from collections import defaultdict
 
+from rewardmill.schemas import RUBRIC_V1
+from rewardmill.schemas.rubric import ALL_PROMPTS
 from rewardmill.transforms.config import load_section
+from rewardmill.transforms.io import storage
+from rewardmill.transforms.io.parquet import read_rows
 from rewardmill.transforms.labelers.base import safe_label, uses_groups
 from rewardmill.transforms.labelers.cache import LabelCache, call_cache_dir, record_key
-from rewardmill.transforms.labelers.contract import CallCachingLabeler, declared_tasks, has_hook, tear_down
-from rewardmill.transforms.labelers.params import LabelerParams, resolve
+from rewardmill.transforms.labelers.contract import (
+    GENERATED_RUBRIC,
+    CallCachingLabeler,
+    declared_tasks,
+    has_hook,
+    tear_down,
+)
+from rewardmill.transforms.labelers.params import LabelerParams, resolve, rubric_set
 from rewardmill.transforms.planning.judge_calls import CallRecorder, counting_calls
 from rewardmill.transforms.planning.spend import Prices, StagePlan
-from rewardmill.transforms.planning.stages import Paths, Rollouts, on_disk
+from rewardmill.transforms.planning.stages import Paths, Rollouts, missing, on_disk
 from rewardmill.transforms.planning.tokens import TokenCounter
 
 
@@ -94,6 +104,13 @@ def plan_label_stage(
     rollouts = rollouts or on_disk(paths)
     if rollouts.missing:
         return rollouts.plan_missing(stage, "rollouts")
+    rows = rollouts.rows
+    if (chosen := rubric_set(name, params)) is not None:  # graded by generated rubrics: joined as the stage joins them
+        folder = storage.join(paths.rubrics, chosen)
+        if not storage.exists(folder):
+            return missing(stage, "rollouts", folder, f"rubrics@{chosen}")
+        criteria = {r["prompt_id"]: r["criteria"] for r in read_rows(folder, RUBRIC_V1)}
+        rows = [{**row, GENERATED_RUBRIC: criteria.get(row["prompt_id"], criteria.get(ALL_PROMPTS))} for row in rows]
     counter = TokenCounter(paths.model)
-    plan = plan_label(stage, cls, config, rollouts.rows, params.tasks, paths.label_cache, prices, counter, seen)
+    plan = plan_label(stage, cls, config, rows, params.tasks, paths.label_cache, prices, counter, seen)
     return rollouts.annotate(plan)

@@ -21,6 +21,7 @@ class Paths:
     prompts: str = "data/prompts"
     rollouts: str = "data/rollouts"
     model: str = "models/policy"
+    rubrics: str = "data/rubrics"  # the generated rubric sets (a rubric_judge with `rubrics` reads one)
     rollouts_cache: str | None = None
     label_cache: str | None = None
     steps_cache: str | None = None

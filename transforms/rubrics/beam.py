@@ -8,6 +8,7 @@ rejects on REJECTED, counting both.
 import apache_beam as beam
 
 from rewardmill.transforms.io.progress import Progress
+from rewardmill.transforms.rubrics.learner import learn
 from rewardmill.transforms.rubrics.writer import REJECT, RubricWriter
 
 NAMESPACE = "rubrics"
@@ -34,7 +35,8 @@ class WriteRubrics(beam.DoFn):
 
     def process(self, chunk: list[tuple[dict, list[dict]]]):
         before = self.writer.usage()
-        for kind, row in self.writer.write(chunk):
+        written = learn(self.writer, chunk) if self.writer.params.mode == "autorule" else self.writer.write(chunk)
+        for kind, row in written:
             if kind == REJECT:
                 self.rejected.inc()
                 yield beam.pvalue.TaggedOutput(REJECTED, row)

@@ -11,8 +11,9 @@ from typing import Literal
 from rewardmill.transforms.config import from_dict
 from rewardmill.transforms.judges.client import BackendConfig
 from rewardmill.transforms.labelers.params import LabelerParams, resolve
+from rewardmill.transforms.rubrics.autorule import AutoRuleParams
 
-MODES = ("reference", "contrastive")
+MODES = ("reference", "contrastive", "autorule")
 
 
 @dataclass(frozen=True)
@@ -27,8 +28,9 @@ class RubricsParams:
     """params `rubrics.<NAME>`."""
 
     # reference: from the prompt and its reference answer (RaR); contrastive: from a preferred and a rejected rollout
-    # of the prompt, as `rank_by` scores them (OpenRubrics)
-    mode: Literal["reference", "contrastive"] = "reference"
+    # of the prompt, as `rank_by` scores them (OpenRubrics); autorule: one rule set for every prompt, learned from a
+    # judge's rationales over those pairs and kept where it agrees with held-out ones (AutoRule; see `autorule`)
+    mode: Literal["reference", "contrastive", "autorule"] = "reference"
     backend: BackendConfig = field(default_factory=BackendConfig)  # the writer (default: the policy folder)
     tasks: tuple[str, ...] | None = None  # prompt tasks to write rubrics for (None = every task)
     max_prompts: int | None = None  # the first this many chosen prompts by prompt id (a fixed sample); None = all
@@ -42,6 +44,7 @@ class RubricsParams:
     rank_by: dict | None = None
     min_margin: float = 0.0  # contrastive: the preferred rollout's score must beat the rejected one's by more
     refine: RefineParams = field(default_factory=RefineParams)
+    autorule: AutoRuleParams = field(default_factory=AutoRuleParams)  # mode autorule
     chunk_size: int = 16  # prompts per writer batch
     num_shards: int = 1
 
@@ -58,6 +61,10 @@ class RubricsParams:
             raise ValueError(f"max_prompts must be >= 0 or null, got {self.max_prompts}")
         if self.split not in (None, "train", "test"):
             raise ValueError(f"split must be train, test or null, got {self.split!r}")
+        if self.mode == "autorule" and self.refine.rounds:
+            raise ValueError(
+                "refine works on per-prompt rubrics; mode autorule learns one rule set: set refine.rounds 0"
+            )
         if self.refine.rounds not in (0, 1):
             raise ValueError(f"refine.rounds must be 0 or 1, got {self.refine.rounds}")
         if self.chunk_size < 1:
@@ -75,7 +82,7 @@ class RubricsParams:
 
     @property
     def needs_ranking(self) -> bool:
-        return self.mode == "contrastive" or self.refine.rounds > 0
+        return self.mode in ("contrastive", "autorule") or self.refine.rounds > 0
 
     def ranker(self) -> LabelerParams:
         return from_dict(LabelerParams, dict(self.rank_by or {}), "rank_by")

@@ -58,3 +58,21 @@ def refine_messages(
         f"checklist as a numbered list. {KINDS}\n\nQuestion: {question.strip()}\n\nChecklist:\n{render(criteria)}\n\n"
         f"Best answer: {best.strip()}\n\nWeaker answer: {runner_up.strip()}"
     )
+
+
+def rationale_messages(question: str, preferred: str, rejected: str) -> tuple[dict, ...]:
+    """AutoRule: the judge explains a trusted preference."""
+    return _messages(
+        "A trusted check found the first answer to this question better than the second. Explain why the first "
+        f"answer is better.\n\nQuestion: {question.strip()}\n\nBetter answer: {preferred.strip()}\n\n"
+        f"Worse answer: {rejected.strip()}"
+    )
+
+
+def rules_messages(rationale: str, n_rules: int) -> tuple[dict, ...]:
+    """AutoRule: general rules from one rationale."""
+    return _messages(
+        "Here is why one answer to a question was judged better than another. What general rules does a good answer "
+        f"follow? Give a numbered list of {n_rules} rules that apply to answers of any similar question.\n\n"
+        f"Explanation: {rationale.strip()}"
+    )

@@ -77,10 +77,13 @@ def pair_helper_columns(table: pa.Table) -> dict[str, list[bool]]:
     }
 
 
-def build_pair_suite(min_rows: int = 1, schema: pa.Schema = PAIR_V2) -> "gx.ExpectationSuite":
+def build_pair_suite(
+    min_rows: int = 1, schema: pa.Schema = PAIR_V2, pair_types: tuple[str, ...] = PAIR_TYPES
+) -> "gx.ExpectationSuite":
     """Suite for PAIR_V2 frames that carry the helper columns of `pair_helper_columns`: unique pair_id, scores in
     [0, 1], margin > 0, a known pair_type and split, a non-empty chosen side; fewer than `min_rows` pairs fail
-    (params `validate.min_pairs`). `schema`: PAIR_V2, or PAIR_V3 (multi-turn sides; the same rules)."""
+    (params `validate.min_pairs`). `schema`: PAIR_V2, or PAIR_V3 (multi-turn sides; the same rules), or
+    PAIR_ASPECT_V1 (per-aspect pairs, `pair_types` ("by_aspect",))."""
     import great_expectations as gx
 
     e = gx.expectations
@@ -89,7 +92,7 @@ def build_pair_suite(min_rows: int = 1, schema: pa.Schema = PAIR_V2) -> "gx.Expe
         e.ExpectColumnValuesToBeUnique(column="pair_id"),
         *unit_interval(PAIR_UNIT_INTERVAL),
         e.ExpectColumnValuesToBeBetween(column="margin", min_value=0.0, strict_min=True),
-        e.ExpectColumnValuesToBeInSet(column="pair_type", value_set=list(PAIR_TYPES)),
+        e.ExpectColumnValuesToBeInSet(column="pair_type", value_set=list(pair_types)),
         e.ExpectColumnValuesToBeInSet(column="split", value_set=list(SPLITS)),
         e.ExpectColumnValuesToBeBetween(column="chosen_n_tokens", min_value=1),
         e.ExpectColumnValuesToBeBetween(column="rejected_n_tokens", min_value=0),

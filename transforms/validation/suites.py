@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 
 from rewardmill.schemas import (
+    PAIR_ASPECT_V1,
     PAIR_V2,
     PAIR_V3,
     PRM_V1,
@@ -25,6 +26,7 @@ from rewardmill.schemas import (
     SFT_V2,
 )
 from rewardmill.schemas.common import schema_id
+from rewardmill.schemas.pair import BY_ASPECT
 from rewardmill.transforms.validation.pair_suite import build_pair_suite, pair_helper_columns
 from rewardmill.transforms.validation.prm_suite import build_prm_suite, prm_helper_columns
 from rewardmill.transforms.validation.reward_suite import build_reward_suite, reward_helper_columns
@@ -72,6 +74,13 @@ SUITES: dict[str, SuiteSpec] = {
     schema_id(SFT_V1): SuiteSpec(SFT_V1, "rollout_id", build_sft_suite, sft_helper_columns),
     # the multi-turn versions (outputs of trajectories): the same rules over their columns
     schema_id(PAIR_V3): SuiteSpec(PAIR_V3, "pair_id", partial(build_pair_suite, schema=PAIR_V3), pair_helper_columns),
+    # per-aspect pairs: the pair rules on the aspect's own scores; none is no failure (validate.min_pairs is for pairs)
+    schema_id(PAIR_ASPECT_V1): SuiteSpec(
+        PAIR_ASPECT_V1,
+        "pair_id",
+        lambda min_rows=0: build_pair_suite(0, PAIR_ASPECT_V1, (BY_ASPECT,)),
+        pair_helper_columns,
+    ),
     schema_id(RL_V2): SuiteSpec(RL_V2, "prompt_id", partial(build_rl_suite, schema=RL_V2), rl_helper_columns),
     schema_id(SFT_V2): SuiteSpec(SFT_V2, "rollout_id", partial(build_sft_suite, schema=SFT_V2), sft_helper_columns),
     schema_id(ROLLOUT_V3): SuiteSpec(ROLLOUT_V3, "rollout_id", partial(build_rollout_suite, schema=ROLLOUT_V3)),

@@ -6,7 +6,7 @@ import polars as pl
 import pyarrow as pa
 import pytest
 
-from rewardmill.schemas import LABEL_V1, PAIR_V2, REJECT_V1, REWARD_V1, RL_V1, ROLLOUT_V2, SFT_V1
+from rewardmill.schemas import LABEL_V1, PAIR_ASPECT_V1, PAIR_V2, REJECT_V1, REWARD_V1, RL_V1, ROLLOUT_V2, SFT_V1
 from rewardmill.transforms.aggregate.bucket import PROMPT_COLUMNS, SAMPLE_COLUMNS, CoreConfig, assemble_bucket
 from rewardmill.transforms.aggregate.reward import AggregateConfig
 from rewardmill.transforms.aggregate.sft import SftConfig
@@ -58,7 +58,7 @@ def result():
 
 def test_schemas(result):
     _, res = result
-    expected = {"_rewards": REWARD_V1, "pairs": PAIR_V2, "rl": RL_V1, "sft": SFT_V1}
+    expected = {"_rewards": REWARD_V1, "pairs": PAIR_V2, "rl": RL_V1, "sft": SFT_V1, "pairs_by_aspect": PAIR_ASPECT_V1}
     assert {k: t.schema for k, t in res.tables.items()} == expected
     assert all(t.schema == REJECT_V1 for t in res.rejects.values())
 
@@ -128,7 +128,7 @@ def test_input_order_does_not_change_the_outputs(result):
         CFG,
     )
     for name, table in res.tables.items():
-        key = {"pairs": "pair_id", "rl": "prompt_id"}.get(name, "rollout_id")
+        key = {"pairs": "pair_id", "pairs_by_aspect": "pair_id", "rl": "prompt_id"}.get(name, "rollout_id")
         assert table.sort_by(key).equals(shuffled.tables[name].sort_by(key)), name
 
 
@@ -146,7 +146,7 @@ def test_prompt_columns_given_apart_give_the_same_outputs(result):
         pa.concat_tables([prompts, prompts.slice(0, 50)]),
     )
     for name, table in res.tables.items():  # rows in key order, as the writer sorts them
-        key = {"pairs": "pair_id", "rl": "prompt_id"}.get(name, "rollout_id")
+        key = {"pairs": "pair_id", "pairs_by_aspect": "pair_id", "rl": "prompt_id"}.get(name, "rollout_id")
         assert table.sort_by(key).equals(apart.tables[name].sort_by(key)), name
     for name, table in res.rejects.items():
         assert table.sort_by("row_id").equals(apart.rejects[name].sort_by("row_id")), name

@@ -16,6 +16,7 @@ from rewardmill.transforms.labelers import ENTRY_POINT_GROUP, LABELERS, get_labe
 from rewardmill.transforms.labelers.base import Label, label_values, uses_groups
 from rewardmill.transforms.labelers.cache import label_with_cache
 from rewardmill.transforms.labelers.contract import (
+    GENERATED_RUBRIC,
     HOOKS,
     PROMPT_ONLY_COLUMNS,
     BatchLabeler,
@@ -34,7 +35,7 @@ from rewardmill.transforms.labelers.math_answer import MathAnswerVerifier
 from rewardmill.transforms.labelers.normalize import normalize_output
 
 # Settings without a default (a reward model is the user's to name; a hub id is not loaded until the first label)
-REQUIRED = {"reward_model": {"model": "example/reward-model"}}
+REQUIRED = {"reward_model": {"model": "example/reward-model"}, "rule_checker": {"rubrics": "rules"}}
 
 
 def build(key: str):
@@ -63,7 +64,8 @@ def test_registered_labeler_satisfies_the_labeler_protocol(key):
     assert dataclasses.is_dataclass(cls.Config)
     for reads in (cls.reads, labeler.reads):  # the class's default and the instance's own
         # a rollout's columns, or a prompt's the label stage joins (pipelines/label.py PROMPT_ONLY_COLUMNS)
-        assert isinstance(reads, tuple) and set(reads) <= {*ROLLOUT_V3.names, *PROMPT_ONLY_COLUMNS}, reads
+        joined = {*PROMPT_ONLY_COLUMNS, GENERATED_RUBRIC}  # the prompt's metadata, a generated rubric
+        assert isinstance(reads, tuple) and set(reads) <= {*ROLLOUT_V3.names, *joined}, reads
     inspect.signature(labeler.label).bind(*labeler.reads)  # label takes the reads values, in order
     for subject in (cls, labeler):
         tasks = declared_tasks(subject)

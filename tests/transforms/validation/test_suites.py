@@ -130,8 +130,8 @@ def test_pair_suite_covers_every_column():
 
 
 def test_suites_are_keyed_by_manifest_schema_ids():
-    expected = ["pair_v2", "pair_v3", "prm_v1", "reward_v1", "rl_v1", "rl_v2", "rollout_v2", "rollout_v3", "sft_v1",
-                "sft_v2", "split_check_v1"]  # fmt: skip
+    expected = ["pair_aspect_v1", "pair_v2", "pair_v3", "prm_v1", "reward_v1", "rl_v1", "rl_v2", "rollout_v2",
+                "rollout_v3", "sft_v1", "sft_v2", "split_check_v1"]  # fmt: skip
     assert sorted(SUITES) == expected
     assert all(spec.build().name == schema for schema, spec in SUITES.items())
 
