@@ -39,7 +39,7 @@ from rewardmill.transforms.aggregate.bucket import CoreConfig, rollout_read
 from rewardmill.transforms.aggregate.measured_weights import WeightUsed, deciding_gate, resolve_weights, weight_record
 from rewardmill.transforms.aggregate.prm import AssemblePrm
 from rewardmill.transforms.aggregate.prompt_flags import FiltersConfig
-from rewardmill.transforms.aggregate.reward import LABEL_COLUMNS, MEASURED, AggregateConfig
+from rewardmill.transforms.aggregate.reward import LABEL_COLUMNS, MEASURED, AggregateConfig, objectives
 from rewardmill.transforms.aggregate.rl import RlConfig
 from rewardmill.transforms.aggregate.rubric_validation import RubricValidationConfig, validate_labeler
 from rewardmill.transforms.aggregate.sft import SftConfig
@@ -237,10 +237,14 @@ def rubric_validation(cfg: AssembleConfig, label_dirs: dict[str, str]) -> tuple[
     return record, tuple(dropped)
 
 
-def record_driver_facts(out: str, manifests: dict[str, dict], used: dict[str, WeightUsed], rubrics: dict) -> None:
+def record_driver_facts(
+    out: str, manifests: dict[str, dict], used: dict[str, WeightUsed], rubrics: dict, goals: dict
+) -> None:
     """Add `reward_weights` (measured_weights.weight_record) and `rubric_validation` to each output's manifest (what
-    validate's metrics and the card show)."""
-    record = {"reward_weights": weight_record(used)} | ({"rubric_validation": rubrics} if rubrics else {})
+    validate's metrics and the card show), and `objectives` (reward.objectives: the card's GRPO reward functions,
+    their weights and TRL's aggregation)."""
+    record = {"reward_weights": weight_record(used), "objectives": goals}
+    record |= {"rubric_validation": rubrics} if rubrics else {}
     for name in OUTPUTS:
         manifests[name] = {**manifests[name], **record}
         write_json_atomic(storage.join(out, name, MANIFEST), manifests[name])
@@ -321,7 +325,7 @@ def main(argv: list[str] | None = None) -> None:
         manifests = write_manifests(tmp, cfg, counts, found, labels, steps, turn_rows, episodes > 0)
         if validated:  # the labels the dropped rubrics took out of the reward, counted by the buckets
             validated = {"labelers": validated, "labels_dropped": counts.get("labels_dropped_rubric", 0)}
-        record_driver_facts(tmp, manifests, used, validated)
+        record_driver_facts(tmp, manifests, used, validated, objectives(run_cfg.aggregate))
     timer.done(manifests["pairs"])
 
 

@@ -280,9 +280,18 @@ def test_every_exported_config_trains_a_step_in_trl(project, tmp_path):
 
     # GRPO with the card's own reward functions: the rule verifiers that labelled the data, the sandboxed code tests
     # included, on one math and one code prompt of the rl config
-    call = re.search(r'from_params\("params.yaml", (\[.*?\]), prompts="(.*?)"\)', card_text(project))
+    card = card_text(project)
+    call = re.search(r'from_params\("params.yaml", (\[.*?\]), prompts="(.*?)"\)', card)
     names, prompts = ast.literal_eval(call[1]), call[2]
-    assert names == ["math_answer", "code_tests"], names
+    assert names[:2] == ["math_answer", "code_tests"], names  # the gates, then the judges the reward weighs
+    weighted = re.search(r"reward_weights=(\[.*?\]),\s+multi_objective_aggregation='(\w+)'", card)
+    assert (weighted is not None) == (len(names) > 2), card  # a reward vector: the weights and aggregation with it
+    objectives = (
+        {"reward_weights": ast.literal_eval(weighted[1]), "multi_objective_aggregation": weighted[2]}
+        if weighted
+        else {}
+    )
+    assert len(objectives.get("reward_weights", names)) == len(names)
     rl = load_dataset(str(project / "export"), "rl")
     rl = concatenate_datasets([rl[split] for split in sorted(rl)])
     one_each = [next(i for i, task in enumerate(rl["task"]) if task == kind) for kind in ("math", "code")]
@@ -292,6 +301,7 @@ def test_every_exported_config_trains_a_step_in_trl(project, tmp_path):
         num_generations=2,
         max_completion_length=8,
         logging_steps=1,
+        **objectives,  # the reward's weights and aggregation, as the card passes them
         **{**common, "per_device_train_batch_size": 4},
     )
     trainer = GRPOTrainer(

@@ -1,8 +1,9 @@
 """End to end: rubrics for what no rule can check, as one `dvc exp run` of the demo project (tests/e2e/project.py,
 this file's own copy). The demo already writes a rubric per prompt (rubrics@reference) and grades against it
-(label@rubric); the experiment adds a learned rule set (rubrics@rules, AutoRule) checked by `rule_checker`, drops the
-rubrics the validation flags, and asks for per-aspect pairs. The datasets validate, the card reports the rubric
-validation and the kept rules, and the per-aspect pairs load by name and train a DPO step in TRL.
+(label@rubric); the experiment adds a learned rule set (rubrics@rules, AutoRule) checked by `rule_checker`, drops
+the rubrics the validation flags, asks for per-aspect pairs and combines the weighted scores normalize-then-sum
+(GDPO). The datasets validate, the card reports the rubric validation, the kept rules and the reward vector, and the
+per-aspect pairs load by name and train a DPO step in TRL.
 
 The file name puts it after test_repro.py on `make test`'s workers (tests/e2e/conftest.py).
 """
@@ -38,6 +39,8 @@ def test_rubrics_rules_validation_and_per_aspect_pairs(project, tmp_path):
             "assemble.rubric_validation.drop=true",
             "-S",
             f"assemble.pairs_by_aspect.aspects=[{','.join(ASPECTS)}]",
+            "-S",
+            "assemble.aggregate.combine=normalize_then_sum",
         ),  # fmt: skip
         project,
     )
@@ -58,6 +61,13 @@ def test_rubrics_rules_validation_and_per_aspect_pairs(project, tmp_path):
     card = (project / "export/README.md").read_text()
     assert "## Rubric validation" in card and "## Learned rules" in card
     assert re.search(r"`rubric`: (its rubrics reproduce|no trusted pair)", card)
+    goals = manifest["objectives"]  # the reward vector the card's GRPO snippet passes, as the reward was made
+    assert goals["aggregation"] == "normalize_then_sum" and goals["rewards"][:2] == ["math_answer", "code_tests"]
+    if len(goals["rewards"]) > 1:
+        assert (
+            f"reward_weights={goals['weights']!r}" in card
+            and "multi_objective_aggregation='normalize_then_sum'" in card
+        )
 
     # the learned rule set: one row for every prompt, its kept rules in the rule checker's manifest and on the card
     (rules,) = read_rows(str(project / "data/rubrics/rules"))

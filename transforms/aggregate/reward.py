@@ -37,6 +37,7 @@ DECIDED = ("correct", "incorrect")
 SCORES_DTYPE = pl.List(pl.Struct({"name": pl.String, "score": pl.Float64}))
 LABEL_COLUMNS = ("rollout_id", "labeler", "labeler_version", "aspect", "score", "confidence", "verdict")
 NORMALIZATIONS = ("prompt",)
+COMBINES = ("weighted_sum", "normalize_then_sum")
 
 
 @dataclass(frozen=True)
@@ -58,6 +59,10 @@ class AggregateConfig:
     # labeler -> how its scores are normalized before they enter the model score: `prompt` = min-max among the
     # rollouts of one prompt, per aspect (turn-level rewards beside an outcome gate). Unnamed labelers: as they are.
     normalize: dict[str, str] = field(default_factory=dict)
+    # how the weighted scores make the model score: weighted_sum (the weighted mean of the scores as they are, or as
+    # `normalize` scales them) | normalize_then_sum (GDPO, TRL's multi_objective_aggregation: every weighted score,
+    # each name on its own, min-max scaled among the prompt's rollouts first, so no objective's scale dominates)
+    combine: str = "weighted_sum"
 
     def __post_init__(self):
         if not 0.0 <= self.rank_weight < 0.5:
@@ -83,6 +88,10 @@ class AggregateConfig:
             raise ValueError(f"override confidences must be in [0, 1], got {bad}")
         if bad := {k: v for k, v in self.normalize.items() if v not in NORMALIZATIONS}:
             raise ValueError(f"normalize methods must be one of {NORMALIZATIONS}, got {bad}")
+        if self.combine not in COMBINES:
+            raise ValueError(f"combine must be one of {COMBINES}, got {self.combine!r}")
+        if self.combine == "normalize_then_sum" and self.normalize:
+            raise ValueError("combine normalize_then_sum scales every weighted score already: leave `normalize` empty")
         if overlap := sorted(set(self.gates) & set(self.normalize)):
             raise ValueError(f"{overlap} are gates: a gate decides correctness by its verdict; normalize ranks scores")
 
@@ -166,7 +175,7 @@ def score_rollouts(rollouts: pl.DataFrame, labels: pl.DataFrame, cfg: AggregateC
         labels.filter(~is_gate & pl.col("score").is_not_null())
         .with_columns(weight=weight_expr(cfg))
         .filter(pl.col("weight") > 0)
-        .pipe(normalized, rollouts, cfg.normalize)
+        .pipe(normalized, rollouts, cfg.normalize, every=cfg.combine == "normalize_then_sum")
         .group_by("_row", maintain_order=True)
         .agg(
             model_score=(pl.col("_ranked") * pl.col("weight")).sum() / pl.col("weight").sum(),
@@ -219,17 +228,20 @@ def score_rollouts(rollouts: pl.DataFrame, labels: pl.DataFrame, cfg: AggregateC
     return out
 
 
-def normalized(labels: pl.DataFrame, rollouts: pl.DataFrame, normalize: dict[str, str]) -> pl.DataFrame:
+def normalized(
+    labels: pl.DataFrame, rollouts: pl.DataFrame, normalize: dict[str, str], every: bool = False
+) -> pl.DataFrame:
     """`labels` (with `_row`, `name`, `score`) plus `_ranked`: the score the model score averages. For a labeler in
-    `normalize` (method `prompt`) it is min-max scaled among its labels of the same name on one prompt's rollouts,
-    0.5 where they all agree; otherwise the score itself. Row order is kept."""
-    if not normalize:
+    `normalize` (method `prompt`), or every labeler with `every` (combine normalize_then_sum), it is min-max scaled
+    among its labels of the same name on one prompt's rollouts, 0.5 where they all agree; otherwise the score itself.
+    Row order is kept."""
+    if not normalize and not every:
         return labels.with_columns(_ranked=pl.col("score"))
     prompts = rollouts.select("prompt_id").with_row_index("_row")
     group = ["_prompt", "name"]
     low, high = pl.col("score").min().over(group), pl.col("score").max().over(group)
     scaled = pl.when(high > low).then((pl.col("score") - low) / (high - low)).otherwise(0.5)
-    chosen = pl.col("labeler").is_in(list(normalize))
+    chosen = pl.lit(True) if every else pl.col("labeler").is_in(list(normalize))
     return (
         labels.join(prompts.rename({"prompt_id": "_prompt"}), on="_row", how="left", maintain_order="left")
         .with_columns(_ranked=pl.when(chosen).then(scaled).otherwise(pl.col("score")))
@@ -262,3 +274,19 @@ def label_sources(labels: pl.DataFrame, sources: list[str]) -> pl.DataFrame:
         schema={"_bits": pl.UInt64, "label_sources": pl.List(pl.String)},
     )
     return bits.join(lists, on="_bits", how="left").drop("_bits")
+
+
+def objectives(cfg: AggregateConfig) -> dict:
+    """The reward as GRPO's reward functions make it (the exported card's snippet): each gate with weight
+    1 - rank_weight (gates apply to their own tasks: the others get None, which TRL leaves out of the sum), each
+    labeler with a positive weight (resolved: no `measured` left) sharing rank_weight in proportion, and TRL's
+    multi_objective_aggregation for `combine`. Without weighted labelers the gates carry the whole reward."""
+    weighted = {name: float(w) for name, w in sorted(cfg.weights.items()) if float(w) > 0}
+    total = sum(weighted.values())
+    gate_weight = 1.0 - cfg.rank_weight if weighted else 1.0
+    weights = [gate_weight] * len(cfg.gates) + [cfg.rank_weight * w / total for w in weighted.values()]
+    return {
+        "rewards": [*cfg.gates, *weighted],
+        "weights": [round(w, 6) for w in weights],
+        "aggregation": "normalize_then_sum" if cfg.combine == "normalize_then_sum" else "sum_then_normalize",
+    }

@@ -427,9 +427,12 @@ def _training(configs: list[ConfigExport], repo_id: str | None, manifests: dict[
             continue
         split = next((s.name for s in c.splits if s.name == "train"), c.splits[0].name)
         labelers = tuple(name for name, _ in c.label_sources)  # prm: the `labeler` values of the exported rows
-        if c.kind == "prompt_only":  # rl: its gates (the rule verifiers that set pass_rate) become reward functions
-            labelers = tuple(manifests[c.name].get("gates") or ())
-        section = training_section(c.name, c.kind, split, _where(repo_id), labelers)
+        goals = None
+        if c.kind == "prompt_only":  # rl: its gates (the rule verifiers that set pass_rate) become reward functions,
+            labelers = tuple(manifests[c.name].get("gates") or ())  # with the weighted labelers, as the reward is made
+            goals = manifests[c.name].get("objectives")
+            labelers = tuple(goals["rewards"]) if goals else labelers
+        section = training_section(c.name, c.kind, split, _where(repo_id), labelers, goals)
         if section:
             parts.append(section)
     if not parts:

@@ -19,12 +19,15 @@ TITLES = {
 }
 
 
-def training_section(config: str, kind: str, split: str, where: str, labelers: tuple[str, ...] = ()) -> str:
-    """-> `### <config>: <trainer>` with a sentence on the columns and a short runnable snippet."""
+def training_section(
+    config: str, kind: str, split: str, where: str, labelers: tuple[str, ...] = (), objectives: dict | None = None
+) -> str:
+    """-> `### <config>: <trainer>` with a sentence on the columns and a short runnable snippet. `objectives`
+    (prompt_only): the assemble manifest's reward functions, weights and TRL aggregation."""
     build = {"preference": _preference, "stepwise": _stepwise, "prompt_completion": _sft, "prompt_only": _grpo}
     if kind not in build:
         return ""
-    text, code = build[kind](config, split, labelers)
+    text, code = _grpo(config, split, labelers, objectives) if kind == "prompt_only" else build[kind](config, split, labelers)
     load = [
         "from datasets import load_dataset",
         *code[0],
@@ -92,7 +95,9 @@ def _sft(config: str, split: str, _) -> tuple[str, tuple[list[str], list[str]]]:
     return text, (imports, body)
 
 
-def _grpo(config: str, split: str, labelers: tuple[str, ...]) -> tuple[str, tuple[list[str], list[str]]]:
+def _grpo(
+    config: str, split: str, labelers: tuple[str, ...], objectives: dict | None = None
+) -> tuple[str, tuple[list[str], list[str]]]:
     text = (
         "`prompt` is TRL's conversational prompt-only format, which `GRPOTrainer` samples from. Every other column "
         "(`reference`, `tests`, `constraints`, `task`, `pass_rate`, ...) reaches each reward function as a keyword "
@@ -110,7 +115,19 @@ def _grpo(config: str, split: str, labelers: tuple[str, ...]) -> tuple[str, tupl
     body = [
         f'reward_funcs = from_params("params.yaml", {names!r}, prompts="data/prompts")  # keys under `labelers:`',
         f'train = ds["{split}"].filter(lambda r: not (r["zero_pass"] or r["all_pass"]))',
-        'trainer = GRPOTrainer(model="path/to/policy", reward_funcs=reward_funcs,',
-        '                      args=GRPOConfig(output_dir="grpo"), train_dataset=train)',
     ]
+    if objectives and len(objectives["rewards"]) > 1:  # a reward vector: the weights and aggregation assemble used
+        text += (
+            f" The reward functions are the reward's objectives with its weights (`reward_weights`), combined as "
+            f"`{objectives['aggregation']}` (TRL's `multi_objective_aggregation`; `normalize_then_sum` is GDPO: each "
+            "function normalized within its group before the weighted sum), as params `assemble.aggregate` made the "
+            "dataset's reward."
+        )
+        body += [
+            f"args = GRPOConfig(output_dir=\"grpo\", reward_weights={objectives['weights']!r},",
+            f"                  multi_objective_aggregation={objectives['aggregation']!r})",
+        ]
+    else:
+        body.append('args = GRPOConfig(output_dir="grpo")')
+    body.append('trainer = GRPOTrainer(model="path/to/policy", reward_funcs=reward_funcs, args=args, train_dataset=train)')
     return text, (imports, body)
