@@ -24,6 +24,7 @@ from rewardmill.transforms.labelers.code_tests import CodeTestsVerifier
 from rewardmill.transforms.labelers.math_answer import MathAnswerVerifier
 from rewardmill.transforms.labelers.panel_judge import PanelJudge
 from rewardmill.transforms.labelers.reference_judge import ReferenceJudge
+from rewardmill.transforms.labelers.rubric_judge import RubricJudge
 from tests.conftest import REPO, tiny_params
 from tests.e2e.project import BIN, run, run_json
 
@@ -35,10 +36,14 @@ MATH_LABELERS = {
     "appeal": ReferenceJudge,
     "math_answer": MathAnswerVerifier,
     "panel": PanelJudge,
+    "rubric": RubricJudge,  # against the generated rubrics (rubrics@reference)
 }
 
 # What reads every label: rerun by a new labeler, and by a new weight of one (assemble and what reads its output).
 READ_ALL_LABELS = {"assemble", "evaluate", "validate", "export"}
+# A rubrics stage may rank with any labeler (rank_by), so it depends on the labelers' code: a new labeler reruns it,
+# from its caches, to the same bytes, so no label stage reruns after it.
+RUBRICS = {f"rubrics@{name}" for name in tiny_params()["rubrics"]}
 
 
 def editable_overlay(project: Path) -> dict[str, str]:
@@ -114,7 +119,7 @@ def test_the_write_your_own_labeler_steps_work_as_written(project, tmp_path):
         out = run([dvc, "repro"], project, env)
         ran = not_skipped(out)
         new = {"label@word_count", "label@math_answer_quick"}
-        assert {*new, "assemble"} <= ran <= {"check", *new, *READ_ALL_LABELS}, out  # no other label, steps or rollouts
+        assert {*new, "assemble"} <= ran <= {"check", *new, *RUBRICS, *READ_ALL_LABELS}, out  # no other label stage
         pairs = read_rows(str(project / "data/datasets/pairs"))  # word_count labels every task: in every pair
         assert pairs and all("word_count@1" in p["label_sources"] for p in pairs), pairs[0]["label_sources"]
         quick = f"math_answer_quick@{MathAnswerVerifier.version}"

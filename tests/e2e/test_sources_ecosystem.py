@@ -127,7 +127,7 @@ def test_a_verifiers_tool_environment_builds_pairs_that_validate(project, tmp_pa
             f"rollouts.environment={{name:verifiers,config:{{id:vf_calc_env,args:{args}}},max_turns:3}}",
             *NO_JUDGES,
             "-S",
-            "+labelers.rubric={labeler:verifiers,tasks:[environment]}",
+            "+labelers.vf_rubric={labeler:verifiers,tasks:[environment]}",
             "-S",
             "+labelers.correct={labeler:verifiers,tasks:[environment],config:{reward:correct}}",
             "-S",
@@ -143,13 +143,13 @@ def test_a_verifiers_tool_environment_builds_pairs_that_validate(project, tmp_pa
     correct = {label["rollout_id"]: label["score"] for label in read_rows(str(project / "data/labels/correct"))}
     for pair in pairs:  # the environment's own `correct` reward function decides, as the gate
         assert correct[pair["chosen_rollout_id"]] == 1.0 and correct[pair["rejected_rollout_id"]] == 0.0
-    rubric = read_rows(str(project / "data/labels/rubric"))
+    rubric = read_rows(str(project / "data/labels/vf_rubric"))
     assert {label["aspect"] for label in rubric} == {"correct", "used_tool"}
     card = (project / "export/README.md").read_text()  # the environment's version and args, as the rollouts ran it
     (row,) = {r["environment"]["config"] for r in rollouts.values()}
     assert "environment `verifiers` version 1" in card and json.loads(row)["module"]["source_sha256"] in card
     monkeypatch.syspath_prepend(str(project))  # the environment's module, for its rubric in this process
-    grpo_step(project, ["rubric"], tmp_path)  # the environment's rubric as GRPO rewards
+    grpo_step(project, ["vf_rubric"], tmp_path)  # the environment's rubric as GRPO rewards
 
 
 def test_recorded_transcripts_build_pairs_that_validate_and_say_off_policy(project):
