@@ -40,16 +40,10 @@ from rewardmill.transforms.labelers.beam import (
     LabelAll,
     LabelRollouts,
 )
-from rewardmill.transforms.labelers.contract import (
-    GENERATED_RUBRIC,
-    PROMPT_ONLY_COLUMNS,
-    RubricReadingLabeler,
-    declared_tasks,
-    has_hook,
-)
+from rewardmill.transforms.labelers.contract import GENERATED_RUBRIC, PROMPT_ONLY_COLUMNS, declared_tasks
 from rewardmill.transforms.labelers.judge_base import JUDGE_CALL_FAILED, JudgeLabeler
 from rewardmill.transforms.labelers.normalize import normalize_output
-from rewardmill.transforms.labelers.params import LabelerParams, resolve
+from rewardmill.transforms.labelers.params import LabelerParams, resolve, rubric_set
 from rewardmill.transforms.labelers.stats import label_stats
 from rewardmill.transforms.planning.label_plan import plan_label_stage
 from rewardmill.transforms.planning.stages import load_prices, plan_paths
@@ -144,19 +138,18 @@ def with_rubric(row: dict[str, Any], rubrics: dict[str, list]) -> dict[str, Any]
     return {**row, GENERATED_RUBRIC: rubrics.get(row["prompt_id"], rubrics.get(ALL_PROMPTS))}
 
 
-def rubrics_needed(cls, config, rubrics: str | None, name: str) -> str | None:
+def rubrics_needed(name: str, params: LabelerParams, rubrics: str | None) -> str | None:
     """The generated rubric set's folder when the labeler grades against one (None otherwise), or a clear error."""
-    labeler = cls(config)
-    rubric_set = labeler.rubric_set if has_hook(labeler, RubricReadingLabeler) else None  # params.rubric_set's test
-    if rubric_set is None:
+    chosen = rubric_set(name, params)
+    if chosen is None:
         return None
     if rubrics is None:
         raise UserError(
-            f"labeler {name!r} grades against rubric set {rubric_set!r}: run the stage with --rubrics data/rubrics "
+            f"labeler {name!r} grades against rubric set {chosen!r}: run the stage with --rubrics data/rubrics "
             "(dvc.yaml's label stage passes it)"
         )
-    folder = storage.join(rubrics, rubric_set)
-    storage.check_readable(folder, f"rubric set {rubric_set!r} (stage rubrics@{rubric_set})")
+    folder = storage.join(rubrics, chosen)
+    storage.check_readable(folder, f"rubric set {chosen!r} (stage rubrics@{chosen})")
     return folder
 
 
@@ -324,7 +317,7 @@ def main(argv: list[str] | None = None) -> None:
     out = args.out or f"data/labels/{args.name}"
     storage.check_readable(args.rollouts, "rollouts")
     prompts = prompts_needed(cls, args.prompts, args.name)
-    rubrics = rubrics_needed(cls, config, args.rubrics, args.name)
+    rubrics = rubrics_needed(args.name, params, args.rubrics)
     total = count_rows(args.rollouts)  # every one is accounted for (check_conservation)
     stage = f"label@{args.name}"
     budget = admission(args.name, params, args.rollouts, args.cache)

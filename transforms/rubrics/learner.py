@@ -18,7 +18,6 @@ from rewardmill.transforms.rubrics.autorule import (
 from rewardmill.transforms.rubrics.criteria import Criterion, parse_criteria
 from rewardmill.transforms.rubrics.prompts import rationale_messages, rules_messages
 from rewardmill.transforms.rubrics.writer import REJECT, RUBRIC, RubricWriter, check, contrast
-from rewardmill.transforms.stage.outputs import reject
 
 DIGITS = 6
 
@@ -31,8 +30,7 @@ def learn(writer: RubricWriter, items: list[tuple[dict, list[dict]]]) -> list[tu
     for (prompt, _), scored in zip(items, writer.rank(items), strict=True):
         pair = contrast(scored, cfg.min_margin)
         if pair is None:
-            detail = f"{len(scored)} scored rollouts, none apart by more than min_margin {cfg.min_margin:g}"
-            out.append((REJECT, reject(writer.stage, prompt["prompt_id"], "no_contrast", detail)))
+            out.append((REJECT, writer.no_contrast(prompt, scored)))
         else:
             pairs.append((prompt, *pair))
     extract = [p for p in pairs if not is_heldout(p[0]["prompt_id"], auto.heldout)]

@@ -147,12 +147,16 @@ class RubricWriter:
             return JudgeRequest(reference_messages(question, reference, cfg.n_criteria), sampling)
         pair = contrast(scored, cfg.min_margin)
         if pair is None:
-            detail = f"{len(scored)} scored rollouts, none apart by more than min_margin {cfg.min_margin:g}"
-            return reject(self.stage, prompt["prompt_id"], "no_contrast", detail)
+            return self.no_contrast(prompt, scored)
         preferred, rejected = pair
         return JudgeRequest(
             contrastive_messages(question, preferred.answer, rejected.answer, cfg.n_criteria), sampling
         )
+
+    def no_contrast(self, prompt: dict, scored: list[Scored]) -> dict:
+        """The reject of a prompt whose scored rollouts give no (preferred, rejected) pair."""
+        detail = f"{len(scored)} scored rollouts, none apart by more than min_margin {self.params.min_margin:g}"
+        return reject(self.stage, prompt["prompt_id"], "no_contrast", detail)
 
     def read_reply(self, prompt: dict, request: JudgeRequest, reply: JudgeResponse) -> tuple[str, Any]:
         shown = "\n".join(m["content"] for m in request.messages)
