@@ -88,7 +88,8 @@ class AssembleConfig:
     pairs: PairsConfig = field(default_factory=PairsConfig)
     rl: RlConfig = field(default_factory=RlConfig)
     sft: SftConfig = field(default_factory=SftConfig)
-    # generated rubrics measured against the gates' preferences; below min_accuracy flagged (and dropped with drop)
+    # generated rubrics measured against the trusted labelers' preferences (the gates by default); below min_accuracy
+    # flagged (and dropped with drop)
     rubric_validation: RubricValidationConfig = field(default_factory=RubricValidationConfig)
     # per-aspect pairs (data/datasets/pairs_by_aspect): each named score's best rollout against its worst
     pairs_by_aspect: AspectPairsConfig = field(default_factory=AspectPairsConfig)
@@ -203,8 +204,9 @@ def reward_weights(aggregate: AggregateConfig, label_dirs: dict[str, str]) -> di
 
 
 def rubric_validation(cfg: AssembleConfig, label_dirs: dict[str, str]) -> tuple[dict, tuple[tuple[str, str], ...]]:
-    """Each labeler graded by a generated rubric set, measured against the gates' preferences (read here, in the
-    driver, once, like the measured weights): its record, and the (labeler, prompt) rubrics to drop."""
+    """Each labeler graded by a generated rubric set, measured against the trusted labelers' preferences (the gates
+    unless rubric_validation.trusted names others; read here, in the driver, once, like the measured weights): its
+    record, and the (labeler, prompt) rubrics to drop."""
     graded = {}
     for name, directory in label_dirs.items():  # the label stage records the rubric set it graded against
         try:
@@ -213,9 +215,14 @@ def rubric_validation(cfg: AssembleConfig, label_dirs: dict[str, str]) -> tuple[
             continue
         if chosen is not None:
             graded[name] = chosen
+    trusted = cfg.rubric_validation.trusted_labelers(cfg.aggregate.gates)
+    try:  # a typo in trusted fails even where no labeler grades against a rubric set yet
+        cfg.rubric_validation.check_labelers(list(label_dirs), list(graded), cfg.aggregate.gates)
+    except ValueError as exc:
+        raise ConfigError(f"params.yaml: 'assemble.rubric_validation': {exc}") from exc
     if not graded:
         return {}, ()
-    read = set(graded) | set(cfg.aggregate.gates)
+    read = set(graded) | set(trusted)
     frames = [
         read_frame(p, LABEL_V1, VALIDATION_COLUMNS)
         for n, d in sorted(label_dirs.items())
@@ -223,10 +230,10 @@ def rubric_validation(cfg: AssembleConfig, label_dirs: dict[str, str]) -> tuple[
         for p in list_shards(d)
     ]
     labels = pl.concat(frames) if frames else empty_frame(LABEL_V1, VALIDATION_COLUMNS)
-    correct = deciding_gate(labels, cfg.aggregate.gates, cfg.aggregate.min_gate_confidence)
+    correct = deciding_gate(labels, trusted, cfg.aggregate.min_gate_confidence)
     record, dropped = {}, []
     for name, chosen in sorted(graded.items()):
-        record[name], drop = validate_labeler(labels, name, chosen, correct, cfg.rubric_validation)
+        record[name], drop = validate_labeler(labels, name, chosen, correct, cfg.rubric_validation, trusted)
         dropped += [(name, prompt) for prompt in drop]
         r = record[name]
         log.info(

@@ -5,6 +5,9 @@ fails the rubric) or `principle` (graded). `rubric_id` is the sha256 of the cano
 changes exactly when its criteria do; `judge` is the fingerprint of the model that wrote it.
 """
 
+import hashlib
+import json
+
 import pyarrow as pa
 
 from rewardmill.schemas.common import list_of, versioned
@@ -35,3 +38,11 @@ RUBRIC_V1 = versioned(
         pa.field("raw", pa.string()),  # the judge's texts, kept beside the parsed criteria
     ],
 )
+
+
+def rubric_id(criteria: list[dict]) -> str:
+    """A rubric's version: the sha256 of its criteria rows ({criterion, weight, kind}, in order) as canonical JSON.
+    The rubrics stage writes it; a judge grading against the rubric reads it off the same rows."""
+    rows = [{"criterion": c["criterion"], "weight": float(c["weight"]), "kind": c["kind"]} for c in criteria]
+    canonical = json.dumps(rows, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canonical.encode()).hexdigest()

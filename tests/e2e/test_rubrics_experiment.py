@@ -24,7 +24,8 @@ RULES = (
     "n_criteria:3,max_tokens:96,autorule:{max_candidates:4,min_agreement:0.0,rationale_tokens:64}}"
 )
 # appeal's P(yes) varies within a prompt on the tiny demo; the panel's and the rubrics' scores mostly tie there
-ASPECTS = ["appeal/correctness", "panel/panel", "rubric/rubric", "rules/rules"]
+# rubric/rubric:c1: the first criterion of each prompt's generated rubric, a part of rubric/rubric in the score vector
+ASPECTS = ["appeal/correctness", "panel/panel", "rubric/rubric", "rubric/rubric:c1", "rules/rules"]
 
 
 def test_rubrics_rules_validation_and_per_aspect_pairs(project, tmp_path):
@@ -38,6 +39,8 @@ def test_rubrics_rules_validation_and_per_aspect_pairs(project, tmp_path):
             "+labelers.rules={labeler:rule_checker,tasks:[math],config:{rubrics:rules},probe_prompts:0}",
             "-S",
             "assemble.rubric_validation.drop=true",
+            "-S",
+            "assemble.rubric_validation.trusted=[math_answer]",
             "-S",
             f"assemble.pairs_by_aspect.aspects=[{','.join(ASPECTS)}]",
             "-S",
@@ -59,6 +62,7 @@ def test_rubrics_rules_validation_and_per_aspect_pairs(project, tmp_path):
     manifest = json.loads((project / "data/datasets/pairs/_manifest.json").read_text())
     record = manifest["rubric_validation"]
     assert record["labelers"]["rubric"]["dropped"] == record["labelers"]["rubric"]["flagged"]
+    assert record["labelers"]["rubric"]["trusted"] == ["math_answer"]  # assemble.rubric_validation.trusted
     card = (project / "export/README.md").read_text()
     assert "## Rubric validation" in card and "## Learned rules" in card
     assert re.search(r"`rubric`: (its rubrics reproduce|no trusted pair)", card)
@@ -80,6 +84,20 @@ def test_rubrics_rules_validation_and_per_aspect_pairs(project, tmp_path):
         == [c["criterion"] for c in rules["criteria"]]
     )
     assert f"`rules` checks rule set `rules`: {len(kept)} rules kept." in card
+
+    # each criterion of a rollout's generated rubric is an entry of its score vector, beside the rubric's score
+    rubrics = {r["prompt_id"]: r for r in read_rows(str(project / "data/rubrics/reference"))}
+
+    def graded_by_rubric(row: dict) -> bool:  # the rubric judge graded it (did not abstain)
+        return any(s["name"] == "rubric/rubric" and s["score"] is not None for s in row["scores"])
+
+    rewards = read_rows(str(project / "data/datasets/_rewards"))
+    graded = [r for r in rewards if r["prompt_id"] in rubrics and graded_by_rubric(r)]
+    assert graded
+    for row in graded:
+        names = {s["name"] for s in row["scores"]}
+        criteria = rubrics[row["prompt_id"]]["criteria"]
+        assert {f"rubric/rubric:c{i}" for i in range(1, len(criteria) + 1)} <= names
 
     # per-aspect pairs: each names its aspect and carries that aspect's scores; they load and train in TRL
     pairs = read_rows(str(project / "data/datasets/pairs_by_aspect"))

@@ -178,17 +178,25 @@ def test_rubric_judge_grades_each_rollout_against_its_prompts_rubric(project):
         "data/rubrics",
     )
     rubrics = {r["prompt_id"]: r for r in read_rows(str(project / "data/rubrics/ref"))}
-    labels = read_rows(str(project / "data/labels/rubric"))
+    rows = read_rows(str(project / "data/labels/rubric"))
+    labels = [label for label in rows if label["aspect"] == "rubric"]
     assert len(labels) == 6 * 3  # every math rollout
     for label in labels:
         raw = json.loads(label["raw"])
+        parts = sorted((r for r in rows if r["rollout_id"] == label["rollout_id"] and r is not label),
+                       key=lambda r: json.loads(r["raw"])["index"])  # fmt: skip
         if label["prompt_id"] in rubrics:
-            assert raw["source"] == "generated"
-            assert raw.get("coverage") == 0.0 or len(raw["criterion_scores"]) == len(
-                rubrics[label["prompt_id"]]["criteria"]
-            )
+            rubric = rubrics[label["prompt_id"]]
+            assert raw["source"] == "generated" and raw["rubric_id"] == rubric["rubric_id"]
+            assert raw.get("coverage") == 0.0 or len(raw["criterion_scores"]) == len(rubric["criteria"])
+            if label["score"] is not None:  # each criterion's own label, in the rubric's order: the score vector
+                assert [r["aspect"] for r in parts] == [f"rubric:c{i}" for i in range(1, len(rubric["criteria"]) + 1)]
+                assert [json.loads(r["raw"])["criterion"] for r in parts] == [
+                    c["criterion"] for c in rubric["criteria"]
+                ]
+                assert [r["score"] for r in parts] == raw["criterion_scores"]
         else:
-            assert raw["source"] == "none" and label["verdict"] == "abstain" and label["score"] is None
+            assert raw["source"] == "none" and label["verdict"] == "abstain" and label["score"] is None and not parts
     missing = rewardmill(project, "label", "rubric", "--out", "data/labels/rubric2", check=False)
     assert missing.returncode == 2 and "--rubrics data/rubrics" in missing.stderr
 
@@ -209,8 +217,9 @@ def test_autorule_learns_one_rule_set_and_rule_checker_scores_against_it(project
     (project / "data/rubrics/_sets.json").write_text('{"rubric_sets": {"rules": "autorule"}}')
     rewardmill(project, "label", "rules", "--out", "data/labels/rules", "--cache", "cache/labels", "--rubrics",
                "data/rubrics")  # fmt: skip
-    labels = read_rows(str(project / "data/labels/rules"))
-    assert len(labels) == 6 * 3 and {label["aspect"] for label in labels} == {"rules"}
+    rows = read_rows(str(project / "data/labels/rules"))
+    labels = [label for label in rows if label["aspect"] == "rules"]
+    assert len(labels) == 6 * 3 and {label["aspect"].split(":")[0] for label in rows} == {"rules"}
     manifest = json.loads((project / "data/labels/rules/_manifest.json").read_text())
     assert manifest["rubric_set"] == "rules" and len(manifest["rules"]) == len(kept)
     if kept:  # every rollout is checked against the same rules, whatever its prompt

@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass
 
 import polars as pl
 
-from rewardmill.transforms.aggregate.reward import DECIDED, MEASURED
+from rewardmill.transforms.aggregate.reward import DECIDED, MEASURED, WHOLE
 
 
 @dataclass(frozen=True)
@@ -96,7 +96,8 @@ def deciding_gate(labels: pl.DataFrame, gates: tuple[str, ...], min_confidence: 
     rank = {g: i for i, g in enumerate(gates)}
     return (
         labels.filter(
-            pl.col("labeler").is_in(list(gates))
+            WHOLE
+            & pl.col("labeler").is_in(list(gates))
             & pl.col("verdict").is_in(DECIDED)
             & pl.col("score").is_not_null()
             & (pl.col("confidence") >= min_confidence)
@@ -112,7 +113,7 @@ def agreements(labels: pl.DataFrame, truth: pl.DataFrame, labelers: list[str]) -
     """Each of `labelers`' decided verdicts (its first aspect per rollout, as label QA counts them) against
     `truth` (rollout_id, correct)."""
     mine = (
-        labels.filter(pl.col("labeler").is_in(labelers) & pl.col("verdict").is_in(DECIDED))
+        labels.filter(WHOLE & pl.col("labeler").is_in(labelers) & pl.col("verdict").is_in(DECIDED))
         .sort("rollout_id", "labeler", "aspect")
         .unique(["rollout_id", "labeler"], keep="first")
         .join(truth, on="rollout_id")

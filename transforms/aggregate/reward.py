@@ -32,11 +32,16 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
+from rewardmill.schemas.label import PART_SEPARATOR
+
 MEASURED = "measured"  # a weight measured from the run's rows (measured_weights.py)
 DECIDED = ("correct", "incorrect")
 SCORES_DTYPE = pl.List(pl.Struct({"name": pl.String, "score": pl.Float64}))
 LABEL_COLUMNS = ("rollout_id", "labeler", "labeler_version", "aspect", "score", "confidence", "verdict")
 NORMALIZATIONS = ("prompt",)
+# A label of a whole aspect, not of a part of one (a rubric's criterion: schemas/label.py): only these decide, weigh
+# and rank; the parts go in the score vector alone.
+WHOLE = ~pl.col("aspect").str.contains(PART_SEPARATOR, literal=True)
 COMBINES = ("weighted_sum", "normalize_then_sum")
 
 
@@ -155,7 +160,8 @@ def score_rollouts(rollouts: pl.DataFrame, labels: pl.DataFrame, cfg: AggregateC
 
     gate = (
         labels.filter(
-            pl.col("labeler").is_in(deciders)
+            WHOLE
+            & pl.col("labeler").is_in(deciders)
             & pl.col("verdict").is_in(DECIDED)
             & pl.col("score").is_not_null()
             & (pl.col("confidence") >= min_confidence)
@@ -172,7 +178,7 @@ def score_rollouts(rollouts: pl.DataFrame, labels: pl.DataFrame, cfg: AggregateC
     )
 
     model = (
-        labels.filter(~is_gate & pl.col("score").is_not_null())
+        labels.filter(WHOLE & ~is_gate & pl.col("score").is_not_null())
         .with_columns(weight=weight_expr(cfg))
         .filter(pl.col("weight") > 0)
         .pipe(normalized, rollouts, cfg.normalize, every=cfg.combine == "normalize_then_sum")

@@ -22,6 +22,7 @@ from math import sqrt
 from statistics import NormalDist
 from typing import Any
 
+from rewardmill.schemas.label import is_part
 from rewardmill.transforms.evaluation.gold_packs import GoldRow
 from rewardmill.transforms.labelers.base import Label, as_labels, label_values
 
@@ -58,7 +59,7 @@ def agrees(row: GoldRow, label: Label) -> bool:
 
 def main_label(result: Label | list[Label]) -> Label:
     """The correctness label of a result (a multi-aspect labeler gives one per aspect), else its first."""
-    labels = as_labels(result)
+    labels = [label for label in as_labels(result) if not is_part(label.aspect)] or as_labels(result)
     return next((label for label in labels if label.aspect == "correctness"), labels[0])
 
 

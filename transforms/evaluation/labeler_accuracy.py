@@ -13,6 +13,7 @@ from typing import Any
 
 import polars as pl
 
+from rewardmill.schemas.label import is_part
 from rewardmill.transforms.evaluation.bootstrap import accuracy_interval
 
 
@@ -41,6 +42,8 @@ def labeler_accuracy(
     resamples, seed)."""
     out: dict[str, dict[str, Any]] = {}
     for (labeler, aspect), group in sorted(labels.group_by(["labeler", "aspect"]), key=lambda kv: kv[0]):
+        if is_part(aspect):  # a rubric's criterion c<i> is a different criterion on every prompt: not a ranker
+            continue
         scores = group.select("rollout_id", "score").unique("rollout_id", keep="first", maintain_order=True)
         chosen = scores.rename({"rollout_id": "chosen_rollout_id", "score": "chosen"})
         rejected = scores.rename({"rollout_id": "rejected_rollout_id", "score": "rejected"})

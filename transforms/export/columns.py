@@ -83,7 +83,8 @@ SFT_COLUMN_DOCS = {
     "correct": "a rule verifier's verdict; null = no verifier decided",
     "rank": "rank of the completion among the prompt's samples by reward; 0 = best",
     "n_tokens": "length of the completion in policy tokens",
-    "scores": "every `labeler/aspect` score of the completion (null score = could not label)",
+    "scores": "every `labeler/aspect` score of the completion (null score = could not label); `labeler/aspect:c<i>` is "
+    "criterion i of the prompt's generated rubric, a part of `labeler/aspect`",
 }
 
 # The multi-turn versions (outputs of trajectories: schemas/__init__.py CURRENT_VERSIONS).

@@ -1,5 +1,5 @@
-"""The card's *Rubric validation*: how well each generated rubric set reproduced the preferences its rule verifiers
-decided, so a reader sees whether the rubric scores can be trusted.
+"""The card's *Rubric validation*: how well each generated rubric set reproduced the preferences the trusted labelers
+(the rule verifiers, unless params name others) decided, so a reader sees whether the rubric scores can be trusted.
 
 In: the assemble manifests' `rubric_validation` (transforms/aggregate/rubric_validation.py): {labelers: labeler ->
 {rubric_set, rubrics_validated, pairs, accuracy, agreement, mean_accuracy, flagged, dropped, min_accuracy, worst},
@@ -30,12 +30,14 @@ def rubric_validation_section(manifests: dict[str, dict[str, Any]]) -> str:
         for name, r in sorted(record["labelers"].items())
     ]
     verdicts = [_verdict(name, r) for name, r in sorted(record["labelers"].items())]
+    trusted = sorted({t for r in record["labelers"].values() for t in r.get("trusted", [])})
+    by = ", ".join(f"`{t}`" for t in trusted) if trusted else "the rule verifiers"
     return "\n".join(
         [
             "## Rubric validation",
             "",
-            "Each generated rubric is measured on the prompt's trusted pairs: a rollout the rule verifiers decided "
-            "correct against one they decided incorrect. Accuracy counts a pair won when the rubric scores the "
+            f"Each generated rubric is measured on the prompt's trusted pairs: a rollout the trusted labelers ({by}) "
+            "decided correct against one they decided incorrect. Accuracy counts a pair won when the rubric scores the "
             "correct rollout higher and half when it ties; agreement leaves the ties out. 0.5 is chance. A rubric "
             "below the threshold is flagged; a dropped rubric's labels left the reward "
             f"({record.get('labels_dropped', 0)} labels in all).",

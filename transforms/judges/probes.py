@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from rewardmill.schemas import ROLLOUT_V2
 from rewardmill.transforms.io.parquet import list_shards, read_table
-from rewardmill.transforms.labelers.base import Label
+from rewardmill.transforms.labelers.base import Label, as_labels
 from rewardmill.transforms.labelers.cache import call_cache_dir
 
 DIGITS = 6
@@ -69,7 +69,8 @@ def run_probes(labeler, prompts: list[dict], grouped: bool = False) -> list[tupl
         labels = [labeler.label_group([v, o])[0] for v, o in zip(values, own, strict=True)]
     else:
         labels = labeler.label_many(values)
-    return [(probe, row["prompt_id"], label) for (probe, row), label in zip(cases, labels, strict=True)]
+    whole = [as_labels(label)[0] for label in labels]  # a rubric judge's rubric label comes before its criteria
+    return [(probe, row["prompt_id"], label) for (probe, row), label in zip(cases, whole, strict=True)]
 
 
 def probe_report(results: list[tuple[Probe, str, Label]], max_fpr: float | None = None) -> dict:

@@ -24,6 +24,7 @@ from typing import Literal
 
 import polars as pl
 
+from rewardmill.schemas.label import PART_SEPARATOR, is_part
 from rewardmill.transforms.judges.client import BackendConfig
 from rewardmill.transforms.labelers.base import Label
 from rewardmill.transforms.labelers.reward_backends import BACKENDS, make_backend
@@ -123,8 +124,14 @@ def head_names(aspects: tuple[str, ...], id2label: dict | None, num_labels: int)
     if aspects:
         if len(aspects) != num_labels:
             raise ValueError(f"aspects names {len(aspects)} heads but the model has {num_labels}: {list(aspects)}")
+        if parts := [a for a in aspects if is_part(a)]:
+            raise ValueError(f"aspects may not hold {PART_SEPARATOR!r} (it marks a part of an aspect): {parts}")
         return tuple(aspects)
-    names = [str((id2label or {}).get(i, (id2label or {}).get(str(i), ""))) for i in range(num_labels)]
+    # a model's own label name with the part separator would read as part of another head: it becomes "_"
+    names = [
+        str((id2label or {}).get(i, (id2label or {}).get(str(i), ""))).replace(PART_SEPARATOR, "_")
+        for i in range(num_labels)
+    ]
     if all(names) and not any(n.startswith("LABEL_") for n in names):  # LABEL_<i> is transformers' placeholder
         return tuple(names)
     return ("reward",) if num_labels == 1 else tuple(f"head_{i}" for i in range(num_labels))

@@ -14,9 +14,11 @@ graded one call each and weight-averaged. Principles mode (RLBFF): one call answ
 satisfied. Both report coverage (the weight share that parsed) so a half-read reply is not taken for a confident
 one.
 
-A generated rubric's criteria are graded one by one (Prometheus: a call each; principles: yes/no each), and each
-criterion's score is in raw (`criterion_scores`). Its hard rules must hold: a response that fails one scores 0, with
-the rule named in the rationale; principles give the weighted score.
+A generated rubric's criteria are graded one by one (Prometheus: a call each; principles: yes/no each). Its hard
+rules must hold: a response that fails one scores 0, with the rule named in the rationale; principles give the
+weighted score. Beside that label (aspect `rubric`), each criterion gets a label of its own, aspect `rubric:c<i>`
+(a part: schemas/label.py), so each criterion's score is an entry of the score vector; raw names the criterion, its
+kind and weight, and every label of the row names the `rubric_id` it was graded against.
 """
 
 import json
@@ -25,6 +27,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Literal
 
+from rewardmill.schemas.label import part_aspect
+from rewardmill.schemas.rubric import rubric_id
 from rewardmill.transforms.judges.client import BackendConfig, JudgeRequest, JudgeResponse, Sampling
 from rewardmill.transforms.judges.likert import normalize_score
 from rewardmill.transforms.judges.reference import TOP_LOGPROBS, response_p_yes, yes_no_vote
@@ -123,6 +127,7 @@ class Plan:
     rubrics: tuple[Rubric, ...] = ()  # prometheus: one greedy call per rubric
     weights: tuple[float, ...] = ()  # prometheus: one weight per rubric
     principles: tuple[Principle, ...] = ()  # principles: one call answers them all
+    rubric_id: str | None = None  # a generated rubric's version (schemas/rubric.py)
 
 
 @dataclass(frozen=True)
@@ -176,7 +181,9 @@ class RubricJudgeConfig:
 
 class RubricJudge(JudgeLabeler):
     name = "rubric_judge"
-    version = "2"  # 2: reads the answer after reasoning; no substance = 0.0 without a call
+    # 2: reads the answer after reasoning; no substance = 0.0 without a call. 3: a generated rubric's criteria are
+    # labels of their own (aspect rubric:c<i>) and every label names its rubric_id
+    version = "3"
     reads = ("messages", "completion", "reference", "rubric", "task")
     Config = RubricJudgeConfig
 
@@ -193,10 +200,11 @@ class RubricJudge(JudgeLabeler):
         if generated_criteria := prompt_criteria(generated):
             kinds = tuple(kind_of(item) for item in generated if prompt_criteria([item]))
             texts, weights = [c for c, _ in generated_criteria], tuple(w for _, w in generated_criteria)
+            version = rubric_id(list(generated))
             if cfg.mode == "prometheus":
-                return Plan("generated", kinds, tuple(criterion_rubric(c) for c in texts), weights)
+                return Plan("generated", kinds, tuple(criterion_rubric(c) for c in texts), weights, rubric_id=version)
             named = (Principle(f"criterion {i}", c, w) for i, (c, w) in enumerate(generated_criteria, 1))
-            return Plan("generated", kinds, principles=tuple(named))
+            return Plan("generated", kinds, principles=tuple(named), rubric_id=version)
         criteria = prompt_criteria(rubric) if cfg.use_prompt_rubric else []
         if cfg.mode == "prometheus":
             if criteria:
@@ -232,9 +240,10 @@ class RubricJudge(JudgeLabeler):
         row = (messages, completion, reference, rubric, task) + ((generated,) if self.rubric_set is not None else ())
         return self.label_many([row])[0]
 
-    def label_many(self, rows: list[tuple]) -> list[Label]:
+    def label_many(self, rows: list[tuple]) -> list[Label | list[Label]]:
         """Rows whose answer has no substance get no_answer_label and no call; so do rows of a prompt with no generated
-        rubric (with `rubrics` and missing_rubric abstain: an abstain label); the others are graded."""
+        rubric (with `rubrics` and missing_rubric abstain: an abstain label); the others are graded (a generated
+        rubric's: the rubric label, then one per criterion)."""
         cfg = self.config
         unrubricked = {
             i
@@ -248,7 +257,7 @@ class RubricJudge(JudgeLabeler):
             labels[i] = self._abstain(missing, {"mode": cfg.mode, "source": "none", "coverage": 0.0})
         return [labels.get(i) or no_answer_label(cfg.aspect) for i in range(len(rows))]
 
-    def _grade(self, rows: list[tuple]) -> list[Label]:
+    def _grade(self, rows: list[tuple]) -> list[Label | list[Label]]:
         plans = [self.plan(row[3], row[4], row[5] if len(row) > 5 else None) for row in rows]
         requests = [self.requests(plan, *row[:3]) for plan, row in zip(plans, rows, strict=True)]
         flat = [r for row in requests for r in row]
@@ -259,14 +268,16 @@ class RubricJudge(JudgeLabeler):
             start += len(row)
         return labels
 
-    def to_label(self, plan: Plan, replies: list[JudgeResponse]) -> Label:
-        """Pure: the judge's replies for one row's plan -> Label. Every call failed: rejected (retried next run);
-        some failed: their criteria count as unparsed. Nothing readable: abstain with the texts kept."""
+    def to_label(self, plan: Plan, replies: list[JudgeResponse]) -> Label | list[Label]:
+        """Pure: the judge's replies for one row's plan -> Label (a generated rubric's: the rubric label, then one
+        per criterion). Every call failed: rejected (retried next run); some failed: their criteria count as
+        unparsed. Nothing readable: abstain with the texts kept."""
         cfg = self.config
         if all(r.error for r in replies):
             return call_failed(first_error(replies), cfg.aspect)
         texts, errors = [r.text for r in replies], [r.error for r in replies]
         raw = {"mode": cfg.mode, "source": plan.source, "texts": texts, "errors": errors}
+        raw |= {"rubric_id": plan.rubric_id} if plan.rubric_id else {}
         if cfg.mode == "principles":
             principles = list(plan.principles)
             if cfg.principle_calls == "each" or plan.source == "generated":
@@ -304,15 +315,38 @@ class RubricJudge(JudgeLabeler):
 
     def _generated(
         self, plan: Plan, scores: list, score: float, confidence: float, rationale: str, raw: dict
-    ) -> Label:
-        """A generated rubric's label: each criterion's score in raw; a failed hard rule (a no, or a grade below
-        the middle) scores 0."""
+    ) -> list[Label]:
+        """A generated rubric's labels: the rubric's (each criterion's score also in raw; a failed hard rule, a no or
+        a grade below the middle, scores 0), then one per criterion."""
         failed = hard_failures(plan.kinds, scores)
         raw |= {"kinds": list(plan.kinds), "criterion_scores": [_rounded(s) for s in scores], "hard_failed": failed}
         if failed:
             rationale = f"hard rule {', '.join(str(i) for i in failed)} failed. {rationale}"
             score = 0.0
-        return self._graded(score, confidence, rationale, raw)
+        whole = self._graded(score, confidence, rationale, raw)
+        return [whole, *self.criterion_labels(plan, scores, whole.confidence)]
+
+    def criterion_labels(self, plan: Plan, scores: list, confidence: float) -> list[Label]:
+        """Pure: one label per criterion of a generated rubric, aspect `<aspect>:c<i>`: its score (None = its reply
+        was not read: abstain), correct when it holds (a hard rule: score >= 0.5; a principle: pass_threshold)."""
+        cfg = self.config
+        texts = [r.criteria for r in plan.rubrics] or [p.text for p in plan.principles]
+        weights = list(plan.weights) or [p.weight for p in plan.principles]
+        out = []
+        for i, (kind, text, weight, s) in enumerate(zip(plan.kinds, texts, weights, scores, strict=True), 1):
+            aspect = part_aspect(cfg.aspect, f"c{i}")
+            raw = json.dumps(
+                {"rubric_id": plan.rubric_id, "index": i, "criterion": text, "kind": kind, "weight": weight},
+                ensure_ascii=False,
+            )
+            if s is None:
+                out.append(Label(None, 0.0, "abstain", f"criterion {i} was not read", raw=raw, aspect=aspect))
+                continue
+            holds = s >= (0.5 if kind == "hard" else cfg.pass_threshold)
+            why = f"{kind} {i} {'holds' if holds else 'fails'}: {text}"[:500]
+            verdict = "correct" if holds else "incorrect"
+            out.append(Label(_rounded(s), confidence, verdict, why, raw=raw, aspect=aspect))
+        return out
 
     def _abstain(self, reason: str, raw: dict) -> Label:
         return Label(None, 0.0, "abstain", reason, raw=json.dumps(raw, ensure_ascii=False), aspect=self.config.aspect)

@@ -10,6 +10,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from rewardmill.schemas.label import is_part
 from rewardmill.transforms.io.parquet import read_rows
 from rewardmill.transforms.labelers.contract import SummarizingLabeler, has_hook
 
@@ -21,7 +22,9 @@ def _mean(values: list[float]) -> float | None:
 
 
 def label_stats(directory: str | Path, labeler_cls=None) -> dict[str, Any]:
-    labels = read_rows(str(directory))  # the data shards only: `_rejects/` is not read
+    rows = read_rows(str(directory))  # the data shards only: `_rejects/` is not read
+    # parts of an aspect (a rubric's criteria) are counted apart: the figures below are of whole labels
+    labels = [r for r in rows if not is_part(r["aspect"])]
     scores = [r["score"] for r in labels if r["score"] is not None]
     stats: dict[str, Any] = {
         "labels": len(labels),
@@ -30,6 +33,9 @@ def label_stats(directory: str | Path, labeler_cls=None) -> dict[str, Any]:
         "mean_score": _mean(scores),
         "mean_confidence": _mean([r["confidence"] for r in labels]),
     }
+    if parts := [r for r in rows if is_part(r["aspect"])]:
+        part_scores = [r["score"] for r in parts if r["score"] is not None]
+        stats["part_labels"] = {"labels": len(parts), "mean_score": _mean(part_scores)}
     if has_hook(labeler_cls, SummarizingLabeler):
         stats["labeler"] = labeler_cls.summarize(labels)
     return stats

@@ -15,6 +15,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from rewardmill.schemas.label import is_part
 from rewardmill.transforms.config import ConfigError, cache_root, from_dict, read_params
 from rewardmill.transforms.io import storage
 from rewardmill.transforms.labelers.base import Label, as_labels, uses_groups
@@ -95,11 +96,16 @@ def labeler_inputs(
 
 
 def reward_of(result: Label | list[Label] | None) -> float | None:
-    """A label's score as a reward; one label per aspect (a multi-head reward model) gives the mean of their scores;
-    None when nothing was scored or the call failed."""
+    """A label's score as a reward; one label per aspect (a multi-head reward model) gives the mean of their scores,
+    and parts of an aspect (a rubric's criteria) are left out, as the aspect sums them up; None when nothing was
+    scored or the call failed."""
     if result is None:
         return None
-    scores = [one.score for one in as_labels(result) if one.score is not None and one.reject_reason is None]
+    scores = [
+        one.score
+        for one in as_labels(result)
+        if one.score is not None and one.reject_reason is None and not is_part(one.aspect)
+    ]
     return sum(scores) / len(scores) if scores else None
 
 

@@ -6,13 +6,12 @@ format, so the reader is lenient where it can be safely (bullets, numbering, bol
 a list marker or a kind tag (so a preamble or a closing remark is never a criterion), and a criterion needs words.
 """
 
-import hashlib
 import math
 import re
 from dataclasses import dataclass
 
 from rewardmill.schemas.rubric import RUBRIC_KINDS
-from rewardmill.transforms.config import canonical_json
+from rewardmill.schemas.rubric import rubric_id as schema_rubric_id
 from rewardmill.transforms.judges.likert import strip_markup
 
 MAX_WEIGHT = 10.0
@@ -117,7 +116,7 @@ def _words(text: str) -> str:
 
 def rubric_id(criteria: list[Criterion]) -> str:
     """The rubric's version: sha256 of its canonical criteria (text, weight, kind, in order)."""
-    return hashlib.sha256(canonical_json([c.as_row() for c in criteria]).encode()).hexdigest()
+    return schema_rubric_id([c.as_row() for c in criteria])
 
 
 def render(criteria: list[Criterion]) -> str:

@@ -22,6 +22,7 @@ from typing import Any
 import polars as pl
 
 from rewardmill.transforms.aggregate.measured_weights import agreements
+from rewardmill.transforms.aggregate.reward import WHOLE
 from rewardmill.transforms.io.parquet import list_shards
 
 DECIDED = ("correct", "incorrect")
@@ -98,8 +99,13 @@ def _labels(label_dirs: list[Path]) -> pl.DataFrame:
     frames = [pl.read_parquet(path, columns=columns) for d in label_dirs for path in list_shards(str(d))]
     if not frames:
         return pl.DataFrame(schema={c: pl.Float64 if c in ("score", "confidence") else pl.String for c in columns})
-    # one decided verdict per (rollout, labeler): the first aspect (labelers with several aspects rate each)
-    return pl.concat(frames).sort("rollout_id", "labeler", "aspect").unique(["rollout_id", "labeler"], keep="first")
+    # one decided verdict per (rollout, labeler): the first whole aspect (labelers with several aspects rate each)
+    return (
+        pl.concat(frames)
+        .filter(WHOLE)
+        .sort("rollout_id", "labeler", "aspect")
+        .unique(["rollout_id", "labeler"], keep="first")
+    )
 
 
 def _gates(rewards: str | Path | None) -> list[str]:

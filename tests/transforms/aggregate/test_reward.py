@@ -203,3 +203,24 @@ def test_normalize_is_checked(settings, match):
         AggregateConfig(**settings)
     with pytest.raises(ValueError, match="unknown labelers"):
         AggregateConfig(normalize={"nope": "prompt"}).check_labelers(["env"])
+
+
+def test_a_rubrics_criteria_are_in_the_score_vector_but_never_decide_or_rank():
+    """Parts (aspect `rubric:c<i>`) that disagree with their whole would move the reward if they counted: a wrong
+    criterion scored 1.0 on a rubric judge scored 0.2, and a part of a gate saying `correct` on a wrong answer."""
+    whole = [label("a", "math", 0.0, "incorrect"), label("a", "judge", 0.2, "incorrect", aspect="rubric")]
+    parts = [
+        label("a", "judge", 1.0, "correct", aspect="rubric:c1"),
+        label("a", "judge", 1.0, "correct", aspect="rubric:c2"),
+        label("a", "math", 1.0, "correct", aspect="correctness:c1"),  # a part of a gate never decides
+    ]
+    plain, with_parts = one(whole), one(whole + parts)
+    for key in ("reward", "correct", "verified_by", "model_score", "confidence", "agreement"):
+        assert with_parts[key] == plain[key], key
+    assert [s["name"] for s in with_parts["scores"]] == [
+        "judge/rubric",
+        "judge/rubric:c1",
+        "judge/rubric:c2",
+        "math/correctness",
+        "math/correctness:c1",
+    ]

@@ -106,3 +106,48 @@ def test_a_dropped_rubric_leaves_the_reward_and_is_counted():
     assert set(moved["prompt_id"]) == {"p001"}  # only the dropped rubric's prompt changed its model score
     names = {s["name"] for s in after.filter(pl.col("prompt_id") == "p001")["scores"].explode()}
     assert "rubric/correctness" not in names
+
+
+def test_a_trusted_judge_stands_in_for_the_gates():
+    """`trusted` names the labelers whose verdicts make the pairs: here a judge that reverses the gate on p2, so the
+    backwards rubric of p2 agrees with it, and p1's pairs are the judge's, not the gate's."""
+    judge = [
+        ("p1", "a1", "judge", 1.0, "correct"), ("p1", "a2", "judge", 0.0, "incorrect"),
+        ("p1", "a3", "judge", 1.0, "correct"),
+        ("p2", "b1", "judge", 0.0, "incorrect"), ("p2", "b2", "judge", 1.0, "correct"),
+    ]  # fmt: skip
+    frame = labels(GATE + RUBRIC + judge)
+    cfg = RubricValidationConfig(trusted=("judge",))
+    trusted = cfg.trusted_labelers(("gate",))
+    record, _ = validate_labeler(frame, "rubric", "ref", deciding_gate(frame, trusted, 0.5), cfg, trusted)
+    per = rubric_pairs(frame, "rubric", deciding_gate(frame, trusted, 0.5))
+    assert per.select("prompt_id", "won", "tied", "lost").rows() == [("p1", 2, 0, 0), ("p2", 1, 0, 0)]
+    assert record["trusted"] == ["judge"] and record["accuracy"] == 1.0 and record["flagged"] == 0
+    assert RubricValidationConfig().trusted_labelers(("gate",)) == ("gate",)
+
+
+@pytest.mark.parametrize(
+    ("cfg", "match"),
+    [
+        (RubricValidationConfig(trusted=("jduge",)), r"unknown labelers \['jduge'\]"),  # a typo
+        (RubricValidationConfig(trusted=("rubric",)), "grade against a generated rubric set and are trusted"),
+    ],
+)
+def test_trusted_labelers_are_checked(cfg, match):
+    with pytest.raises(ValueError, match=match):
+        cfg.check_labelers(["gate", "judge", "rubric"], ["rubric"], ("gate",))
+    with pytest.raises(ValueError, match="twice"):
+        RubricValidationConfig(trusted=("judge", "judge"))
+
+
+def test_a_gate_graded_by_a_rubric_cannot_validate_itself():
+    with pytest.raises(ValueError, match="trusted to validate it"):
+        RubricValidationConfig().check_labelers(["gate", "rubric"], ["gate"], ("gate",))
+
+
+def test_criterion_labels_do_not_count_as_the_rubrics_score():
+    """A rubric judge's parts (`a:c1`) scored against its whole would flip p2's lost pair to won if they counted."""
+    parts = [("p2", "b1", "rubric", 1.0, "correct"), ("p2", "b2", "rubric", 0.0, "incorrect")]
+    frame = pl.concat([labels(GATE + RUBRIC), labels(parts).with_columns(aspect=pl.lit("a:c1"))])
+    per = rubric_pairs(frame, "rubric", deciding_gate(frame, ("gate",), 0.5))
+    assert per.filter(pl.col("prompt_id") == "p2").select("won", "lost").row(0) == (0, 1)

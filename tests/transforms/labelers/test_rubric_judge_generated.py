@@ -5,8 +5,11 @@ import json
 
 import pytest
 
+from rewardmill.schemas.rubric import rubric_id
 from rewardmill.transforms.labelers.contract import GENERATED_RUBRIC
 from rewardmill.transforms.labelers.rubric_judge import RubricJudge, RubricJudgeConfig, hard_failures
+from rewardmill.transforms.rubrics.criteria import Criterion
+from rewardmill.transforms.rubrics.criteria import rubric_id as writer_rubric_id
 from tests.transforms.labelers.scripted import ScriptedClient, replies
 
 MESSAGES = [{"role": "user", "content": "What is 6 + 8?"}]
@@ -51,23 +54,43 @@ def test_generated_rubric_wins_and_each_criterion_is_asked_alone():
 
 
 @pytest.mark.parametrize(
-    ("mode", "got", "score", "hard_failed"),
+    ("mode", "got", "score", "hard_failed", "parts"),
     [
-        ("principles", ("Yes", "No"), 0.75, []),  # the rule holds: weighted share (3 of 4)
-        ("principles", ("No", "Yes"), 0.0, [1]),  # the rule fails: 0 whatever the principles say
-        ("principles", ("maybe", "Yes"), 1.0, []),  # the rule unread: scored on what was read, coverage 1/4
-        ("prometheus", ("[RESULT] 5", "[RESULT] 1"), 0.75, []),  # grades 1.0 and 0.0, weights 3 and 1
-        ("prometheus", ("[RESULT] 2", "[RESULT] 5"), 0.0, [1]),  # a rule graded 2 of 5 fails
+        # the rule holds: weighted share (3 of 4); each criterion's own label
+        ("principles", ("Yes", "No"), 0.75, [], [(1.0, "correct"), (0.0, "incorrect")]),
+        # the rule fails: 0 whatever the principles say
+        ("principles", ("No", "Yes"), 0.0, [1], [(0.0, "incorrect"), (1.0, "correct")]),
+        # the rule unread: scored on what was read (coverage 1/4); its own label abstains
+        ("principles", ("maybe", "Yes"), 1.0, [], [(None, "abstain"), (1.0, "correct")]),
+        # grades 1.0 and 0.0, weights 3 and 1
+        ("prometheus", ("[RESULT] 5", "[RESULT] 1"), 0.75, [], [(1.0, "correct"), (0.0, "incorrect")]),
+        # a rule graded 2 of 5 fails
+        ("prometheus", ("[RESULT] 2", "[RESULT] 5"), 0.0, [1], [(0.25, "incorrect"), (1.0, "correct")]),
+        # the middle grade holds a hard rule (>= 0.5) but a principle needs pass_threshold (0.5 too by default)
+        ("prometheus", ("[RESULT] 3", "[RESULT] 3"), 0.5, [], [(0.5, "correct"), (0.5, "correct")]),
     ],
 )
-def test_to_label_scores_each_criterion_and_enforces_hard_rules(mode, got, score, hard_failed):
+def test_to_label_scores_each_criterion_and_enforces_hard_rules(mode, got, score, hard_failed, parts):
     j = judge(mode=mode)
     plan = j.plan(None, "math", GENERATED)
-    label = j.to_label(plan, replies(*got))
+    label, *criteria = j.to_label(plan, replies(*got))
     raw = json.loads(label.raw)
-    assert label.score == pytest.approx(score) and raw["hard_failed"] == hard_failed
+    assert label.aspect == "rubric" and label.score == pytest.approx(score) and raw["hard_failed"] == hard_failed
     assert raw["source"] == "generated" and raw["kinds"] == ["hard", "principle"] and len(raw["criterion_scores"]) == 2
     assert ("hard rule 1 failed" in label.rationale) == bool(hard_failed)
+    # each criterion is a part of the rubric aspect, named by its place, with its text, kind and rubric version
+    assert [c.aspect for c in criteria] == ["rubric:c1", "rubric:c2"]
+    assert [(c.score, c.verdict) for c in criteria] == parts
+    assert [json.loads(c.raw)["criterion"] for c in criteria] == [g["criterion"] for g in GENERATED]
+    assert {json.loads(c.raw)["rubric_id"] for c in criteria} == {raw["rubric_id"]} == {rubric_id(GENERATED)}
+
+
+def test_the_rubric_id_is_the_one_the_rubrics_stage_writes():
+    """The judge reads the version off the joined rows; the writer computes it from its parsed criteria."""
+    written = [Criterion(g["criterion"], g["weight"], g["kind"]) for g in GENERATED]
+    assert judge().plan(None, "math", GENERATED).rubric_id == writer_rubric_id(written)
+    assert judge().plan(None, "math", GENERATED[::-1]).rubric_id != writer_rubric_id(written)
+    assert judge().plan([{"criterion": "Names Paris", "weight": 1.0}], "math", None).rubric_id is None
 
 
 def test_a_prompt_without_a_rubric_abstains_without_a_call_or_falls_back():
@@ -77,8 +100,10 @@ def test_a_prompt_without_a_rubric_abstains_without_a_call_or_falls_back():
         (MESSAGES, "6 + 8 = 14", "14", None, "math", GENERATED),
         (MESSAGES, "6 + 8 = 14", "14", None, "math", None),
     ]
-    graded, missing = j.label_many(rows)
-    assert graded.score == 1.0 and sum(map(len, client.calls)) == 2  # two criteria; nothing for the other prompt
+    (graded, *criteria), missing = j.label_many(rows)
+    assert (
+        graded.score == 1.0 and [c.score for c in criteria] == [1.0, 1.0] and sum(map(len, client.calls)) == 2
+    )  # two criteria; nothing for the other prompt
     assert missing.score is None and missing.verdict == "abstain" and "no rubric for this prompt" in missing.rationale
     fallback = judge(mode="principles", missing_rubric="fallback")
     fallback._clients[fallback.config.backend] = ScriptedClient(

@@ -6,8 +6,9 @@ import pickle
 import pytest
 
 from rewardmill.rewards import LabelerReward, MissingColumns, from_params
-from rewardmill.rewards.functions import completion_text, labeler_inputs, prompt_messages
+from rewardmill.rewards.functions import completion_text, labeler_inputs, prompt_messages, reward_of
 from rewardmill.transforms.config import ConfigError
+from rewardmill.transforms.labelers.base import Label
 from rewardmill.transforms.labelers.cache import LabelCache, record_key
 from rewardmill.transforms.labelers.math_answer import MathAnswerVerifier
 from tests.conftest import tiny_params
@@ -220,3 +221,19 @@ def test_a_labeler_that_reads_a_prompts_metadata_finds_it_in_the_prompts_folder(
     (bare,) = from_params(params, ["rg"], cache=False)
     with pytest.raises(MissingColumns, match=r"reads \['metadata'\].*prompts='data/prompts'"):
         bare([r["messages"] for r in rows], completions, **columns)
+
+
+@pytest.mark.parametrize(
+    ("labels", "reward"),
+    [
+        # a rubric judge's whole score is the reward; its criteria (parts) would pull the mean up to 0.8 if counted
+        ([("rubric", 0.2), ("rubric:c1", 1.0), ("rubric:c2", 1.0)], 0.2),
+        # a multi-head reward model: the mean of its whole heads
+        ([("helpful", 0.2), ("honest", 0.6)], 0.4),
+        # only parts were scored: nothing to reward, not a part's score
+        ([("rubric", None), ("rubric:c1", 1.0)], None),
+    ],
+)
+def test_reward_of_reads_whole_aspects_only(labels, reward):
+    result = [Label(s, 1.0, "abstain" if s is None else "correct", aspect=a) for a, s in labels]
+    assert reward_of(result) == (pytest.approx(reward) if reward is not None else None)
