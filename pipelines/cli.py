@@ -151,6 +151,10 @@ def dispatch(argv: list[str]) -> int:
     sub.add_parser("push", help="upload the export folder to a Hugging Face dataset repo, tagged", add_help=False)
     sub.add_parser("plan", help="what each stage would send: requests, tokens, money", add_help=False)
     sub.add_parser(
+        "batch-server", help="the OpenAI Batch API on this machine, each batch run by vLLM's batch runner",
+        add_help=False,
+    )  # fmt: skip
+    sub.add_parser(
         "doctor", help="check the setup (Python, sandbox, model, offline mode, disk, GPU, judges)", add_help=False
     )
     sub.add_parser(
@@ -163,6 +167,7 @@ def dispatch(argv: list[str]) -> int:
         "new-environment": "scaffold_environment",
         "push": "push",
         "plan": "plan",
+        "batch-server": "batch_server",
         "doctor": "doctor",
         "view": "view",
     }

@@ -26,6 +26,8 @@ import pyarrow as pa
 from rewardmill.schemas import LABEL_V1, PROMPT_V1, ROLLOUT_V2, ROLLOUT_V3, RUBRIC_V1
 from rewardmill.schemas.common import schema_id
 from rewardmill.schemas.rubric import ALL_PROMPTS
+from rewardmill.transforms.batch.client import BatchPending
+from rewardmill.transforms.batch.rounds import batch_backends, batch_pass
 from rewardmill.transforms.config import load_section
 from rewardmill.transforms.errors import UserError
 from rewardmill.transforms.io import storage
@@ -266,6 +268,21 @@ def rubric_facts(folder: str | None) -> dict[str, Any]:
     return facts | ({"rules": rules[0]} if rules else {})
 
 
+def send_batches(
+    name: str, params: LabelerParams, config, rollouts: str, cache: str | None, rubrics: str | None, over: frozenset
+) -> dict | None:
+    """The batch pass (transforms/batch/rounds.py) over the rollouts the budget admitted, before the pipeline: its
+    record, or None when no backend of the labeler batches."""
+    if not batch_backends(config):
+        return None
+    paths = plan_paths(rollouts=rollouts, label_cache=cache, **({"rubrics": rubrics} if rubrics else {}))
+    rows = [r for r in read_rows(rollouts, ROLLOUT_V2) if r["prompt_id"] not in over]
+    try:
+        return batch_pass(name, params, config, paths, rows)
+    except (BatchPending, ValueError) as exc:
+        raise UserError(f"label@{name}: {exc}") from exc
+
+
 def manifest_extra(params: LabelerParams, cls, checked: Checked, probed: dict | None, rubrics: dict) -> dict[str, Any]:
     return (
         {
@@ -323,6 +340,7 @@ def main(argv: list[str] | None = None) -> None:
     budget = admission(args.name, params, args.rollouts, args.cache)
     over = budget.over if budget else frozenset()
     probed = probe(args.name, params, cls, config, args.rollouts, args.cache)  # fails fast on a gate that is fooled
+    batched = send_batches(args.name, params, config, args.rollouts, args.cache, args.rubrics, over)
     run_stage(
         stage,
         out,
@@ -336,11 +354,16 @@ def main(argv: list[str] | None = None) -> None:
             {"rollouts": args.rollouts}
             | ({"prompts": prompts} if prompts else {})
             | ({"rubrics": rubrics} if rubrics else {}),
-            extra=lambda done: manifest_extra(params, cls, done.checked, probed, rubric_facts(rubrics)),
+            extra=lambda done: (
+                manifest_extra(params, cls, done.checked, probed, rubric_facts(rubrics))
+                | ({"batch": batched} if batched else {})
+            ),
         ),
         check=lambda tmp, result: check_output(stage, args.name, params, cls, config, total, tmp, result),
         metrics=args.metrics,
-        metrics_record=lambda done, manifest: metrics_record(done.checked, manifest, probed),
+        metrics_record=lambda done, manifest: (
+            metrics_record(done.checked, manifest, probed) | ({"batch": batched} if batched else {})
+        ),
         budget=budget,
     )
 

@@ -65,6 +65,44 @@ class JudgeResponse:
 
 
 @dataclass(frozen=True)
+class BatchConfig:
+    """A backend's `batch:` block: send the label stage's calls through the provider's batch API (transforms/batch/).
+
+    The label stage collects the calls its labeler would send (the way `rewardmill plan` does), sends them as one
+    batch per round, and stores every answer in the judges' call cache; the stage then runs as usual and finds them
+    there. A call that depends on an earlier answer (an appeal, a second turn) is collected in the next round, up to
+    `max_rounds`; whatever is left after that goes online."""
+
+    # the batch API format and lifecycle: openai, or one another package installs (transforms/batch/provider.py)
+    provider: str = "openai"
+    completion_window: str = "24h"  # how long the provider may take; a batch past it expires (its rest resubmitted)
+    poll_seconds: float = 5.0  # the first wait between status checks; it doubles up to max_poll_seconds
+    max_poll_seconds: float = 60.0
+    # how long one run waits for its batches; past it the stage stops and says so, and a rerun polls the same
+    # batches again (nothing is resubmitted, nothing goes online)
+    max_wait_seconds: float = 86400.0
+    max_resubmits: int = 2  # a failed or expired request is sent again in a new batch at most this many times
+    max_requests: int = 50000  # requests per batch file (the OpenAI Batch API's limit); more make several batches
+    max_rounds: int = 3  # collect-and-send rounds (a call needing an earlier answer waits for the next round)
+    discount: float = 0.5  # the batch price as a share of the online price (money reports)
+
+    def __post_init__(self):
+        if not self.provider:
+            raise ValueError("batch.provider must name a provider (openai, or an installed one)")
+        if not 0 < self.poll_seconds <= self.max_poll_seconds:
+            raise ValueError(
+                f"batch.poll_seconds must be in (0, max_poll_seconds], got {self.poll_seconds} and "
+                f"{self.max_poll_seconds}"
+            )
+        if self.max_wait_seconds <= 0:
+            raise ValueError(f"batch.max_wait_seconds must be > 0, got {self.max_wait_seconds}")
+        if self.max_resubmits < 0 or self.max_requests < 1 or self.max_rounds < 1:
+            raise ValueError("batch.max_resubmits must be >= 0, max_requests and max_rounds >= 1")
+        if not 0 < self.discount <= 1:
+            raise ValueError(f"batch.discount must be in (0, 1], got {self.discount}")
+
+
+@dataclass(frozen=True)
 class BackendConfig:
     """Which model judges, and how to reach it (the `backend:` block of a judge's params config)."""
 
@@ -92,6 +130,13 @@ class BackendConfig:
     # by config), still compared
     vllm: dict = field(default_factory=dict, hash=False)
     cache_dir: str | None = None  # call cache folder; the label stage sets it next to the label cache
+    # openai: send the label stage's calls through the provider's batch API first (transforms/batch/params.py); the
+    # answers land in the call cache, so labels are the online backend's, at the batch price
+    batch: BatchConfig | None = None
+
+    def __post_init__(self):
+        if self.batch is not None and self.kind != "openai":
+            raise ValueError(f"backend.batch needs kind openai (a provider's batch API), got kind {self.kind!r}")
 
 
 class JudgeClient(Protocol):

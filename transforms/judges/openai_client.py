@@ -20,7 +20,14 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from urllib.parse import urlparse
 
-from rewardmill.transforms.judges.client import BackendConfig, Completion, JudgeRequest, JudgeResponse, TokenLogprob
+from rewardmill.transforms.judges.client import (
+    BackendConfig,
+    Completion,
+    JudgeRequest,
+    JudgeResponse,
+    Sampling,
+    TokenLogprob,
+)
 from rewardmill.transforms.judges.concurrency import AdaptiveLimit
 
 log = logging.getLogger("rewardmill")
@@ -77,7 +84,7 @@ class OpenAIJudgeClient:
     def __init__(self, config: BackendConfig, backoff: float = 1.0, max_backoff: float = 30.0):
         self.config = config
         self.base_url = config.base_url or DEFAULT_BASE_URL
-        self.model_id = f"{self.base_url}|{config.model}" + (f"|{config.fingerprint}" if config.fingerprint else "")
+        self.model_id = endpoint_model_id(config)
         self.backoff = backoff
         self.max_backoff = max_backoff
         resolve_api_key(config)  # fail now, before any work, when the key is missing
@@ -173,20 +180,7 @@ class OpenAIJudgeClient:
         return JudgeResponse(tuple(completions), prompt_tokens, completion_tokens)
 
     def _send(self, request: JudgeRequest, n: int, seed: int | None) -> tuple[list[Completion], int, int]:
-        s = request.sampling
-        kwargs = {
-            "model": self.config.model,
-            "messages": [dict(m) for m in request.messages],
-            "temperature": s.temperature,
-            "top_p": s.top_p,
-            "max_tokens": s.max_tokens,
-        }
-        if n > 1:
-            kwargs["n"] = n
-        if seed is not None:
-            kwargs["seed"] = seed
-        if s.top_logprobs > 0:
-            kwargs.update(logprobs=True, top_logprobs=s.top_logprobs)
+        kwargs = chat_body(self.config.model, request, n, seed)
 
         def before_sleep(state) -> None:
             self._count(retries=1)
@@ -218,6 +212,48 @@ class OpenAIJudgeClient:
 
     def _redact(self, text: str) -> str:
         return redact(text, self.config.api_key_env)
+
+
+def endpoint_model_id(config: BackendConfig) -> str:
+    """What identifies an endpoint's model in cache keys: base_url|model[|fingerprint]."""
+    base_url = config.base_url or DEFAULT_BASE_URL
+    return f"{base_url}|{config.model}" + (f"|{config.fingerprint}" if config.fingerprint else "")
+
+
+def chat_body(model: str, request: JudgeRequest, n: int | None = None, seed: int | None = None) -> dict:
+    """The chat completions body of `request` (n and seed: the request's own unless given); the batch client sends
+    the same body in a batch file."""
+    s = request.sampling
+    n = s.n if n is None else n
+    seed = s.seed if seed is None else seed
+    body = {
+        "model": model,
+        "messages": [dict(m) for m in request.messages],
+        "temperature": s.temperature,
+        "top_p": s.top_p,
+        "max_tokens": s.max_tokens,
+    }
+    if n > 1:
+        body["n"] = n
+    if seed is not None:
+        body["seed"] = seed
+    if s.top_logprobs > 0:
+        body.update(logprobs=True, top_logprobs=s.top_logprobs)
+    return body
+
+
+def response_of(body: dict, sampling: Sampling) -> JudgeResponse:
+    """A chat completion's JSON body (a batch result) -> JudgeResponse, read as an online answer is; greedy samples
+    an endpoint gave fewer of than `n` are repeated, as the online client does."""
+    from openai.types.chat import ChatCompletion
+
+    completion = ChatCompletion.model_validate(body)
+    completions = [_completion(choice) for choice in sorted(completion.choices, key=lambda c: c.index)]
+    if sampling.temperature == 0 and 0 < len(completions) < sampling.n:
+        completions = (completions * sampling.n)[: sampling.n]
+    usage = completion.usage
+    prompt = (usage.prompt_tokens or 0) if usage else 0
+    return JudgeResponse(tuple(completions), prompt, (usage.completion_tokens or 0) if usage else 0)
 
 
 def retrying(config: BackendConfig, backoff: float, max_backoff: float, before_sleep):

@@ -45,11 +45,13 @@ def plan_label(
     prices: Prices,
     tokens: TokenCounter,
     seen: set[str] | None = None,
+    recorder: CallRecorder | None = None,
 ) -> StagePlan:
     """`rows`: the rollouts the stage reads; `cache_dir`: its --cache (label cache; judge calls beside it); `seen`:
-    the call keys earlier stages of the same plan send."""
-    plan = StagePlan(stage, "rollouts")
-    recorder = CallRecorder(plan, prices, tokens, seen)
+    the call keys earlier stages of the same plan send; `recorder`: where the calls go (default: priced into the
+    returned plan; the batch pass collects them instead)."""
+    plan = recorder.plan if recorder is not None else StagePlan(stage, "rollouts")
+    recorder = recorder or CallRecorder(plan, prices, tokens, seen)
     cache = LabelCache(cache_dir, labeler_cls, config) if cache_dir else None
     with counting_calls(recorder):
         labeler = labeler_cls(config)
@@ -95,9 +97,10 @@ def plan_label_stage(
     params=None,
     seen: set[str] | None = None,
     rollouts: Rollouts | None = None,
+    recorder: CallRecorder | None = None,
 ) -> StagePlan:
     """`rollouts`: what the run will hand the stage (`rewardmill plan`); None = the rows at paths.rollouts, as the
-    stage's own budget admission reads them."""
+    stage's own budget admission reads them. `recorder`: see plan_label."""
     params = params or load_section(LabelerParams, "labelers", key=name)
     cls, config = resolve(name, params)
     stage = f"label@{name}"
@@ -112,5 +115,5 @@ def plan_label_stage(
         criteria = {r["prompt_id"]: r["criteria"] for r in read_rows(folder, RUBRIC_V1)}
         rows = [{**row, GENERATED_RUBRIC: criteria.get(row["prompt_id"], criteria.get(ALL_PROMPTS))} for row in rows]
     counter = TokenCounter(paths.model)
-    plan = plan_label(stage, cls, config, rows, params.tasks, paths.label_cache, prices, counter, seen)
+    plan = plan_label(stage, cls, config, rows, params.tasks, paths.label_cache, prices, counter, seen, recorder)
     return rollouts.annotate(plan)
