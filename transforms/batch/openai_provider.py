@@ -30,7 +30,12 @@ class OpenAIBatchProvider:
         return batch.id
 
     def state(self, batch_id: str) -> BatchState:
-        batch = self._client.batches.retrieve(batch_id)
+        import openai
+
+        try:
+            batch = self._client.batches.retrieve(batch_id)
+        except openai.NotFoundError:  # the provider forgot it (a restarted local server): its requests go again
+            return BatchState(batch_id, "cancelled", errors=("the provider no longer knows this batch",))
         counts = batch.request_counts
         errors = tuple(
             f"{e.code}: {e.message}" for e in ((batch.errors.data or []) if batch.errors is not None else [])

@@ -175,3 +175,28 @@ def test_config_checks():
         provider_class("carrier-pigeon")
     with pytest.raises(ValueError, match="--cache"):
         BatchJudgeClient(BackendConfig(kind="openai", base_url="http://127.0.0.1:1/v1", batch=BatchConfig()))
+
+
+def test_a_batch_the_provider_no_longer_knows_is_resubmitted(tmp_path):
+    """A ledger naming a batch the provider forgot (a restarted local server answers 404): its requests go again
+    in a new batch instead of stopping every rerun. The real server and SDK answer the status check here (no
+    batch runs, so no model is loaded)."""
+    from rewardmill.transforms.batch.local_server import LocalBatchServer
+    from rewardmill.transforms.batch.openai_provider import OpenAIBatchProvider
+
+    with LocalBatchServer("unused-model", tmp_path / "work") as server:
+        state = OpenAIBatchProvider(server.url, "EMPTY", 10.0).state("batch-999999")
+    assert state.done and state.status == "cancelled" and "no longer knows" in state.errors[0]
+
+    class Forgetful(ScriptedProvider):
+        def state(self, batch_id):
+            return BatchState(batch_id, "cancelled") if batch_id == "b1" else super().state(batch_id)
+
+    provider = Forgetful()
+    asked = requests(2)
+    ids = [call_key("http://127.0.0.1:1/v1|m", r) for r in asked]
+    Ledger(str(tmp_path / "cache"), "http://127.0.0.1:1/v1|m").add("b1", ids, 0)  # an earlier run's, now gone
+    provider.batches["b1"] = []
+    c = client(tmp_path / "cache", provider)
+    assert [r.text for r in c.complete(asked)] == ["0 noitseuq", "1 noitseuq"]
+    assert provider.sent == ids and c.usage()["batch_adopted"] == 1 and c.usage()["batch_resubmitted"] == 2
