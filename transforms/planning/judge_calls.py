@@ -32,7 +32,8 @@ class CallRecorder:
     def charge(self, config: BackendConfig, request: JudgeRequest) -> None:
         tokens_in = self.tokens.chat(config.model, request.messages)
         tokens_out = request.sampling.max_tokens * max(1, request.sampling.n)
-        price = self.prices.price(config.kind, config.model)
+        # a backend with `batch:` sends through the provider's batch API, at its discount (docs/batch.md)
+        price = self.prices.price(config.kind, config.model, config.batch.discount if config.batch else 1.0)
         self.plan.charge(self.group, priced(price, config.model, 1, tokens_in, tokens_out))
 
 

@@ -28,11 +28,13 @@ class Prices:
     models: dict[str, Price] = field(default_factory=dict)
     local: Price = field(default_factory=Price)  # transformers / vllm in this process: 0 = compute not priced
 
-    def price(self, kind: str, model: str) -> Price | None:
-        """The price of a model reached by `kind` (openai = an endpoint); None when an endpoint's model has none."""
-        if kind != "openai":
-            return self.models.get(model, self.local)
-        return self.models.get(model)
+    def price(self, kind: str, model: str, discount: float = 1.0) -> Price | None:
+        """The price of a model reached by `kind` (openai = an endpoint); None when an endpoint's model has none.
+        `discount`: the share of it a batch pays (a backend's batch.discount)."""
+        price = self.models.get(model, self.local) if kind != "openai" else self.models.get(model)
+        if price is None or discount == 1.0:
+            return price
+        return Price(price.input * discount, price.output * discount)
 
 
 @dataclass

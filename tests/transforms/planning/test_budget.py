@@ -49,5 +49,7 @@ def test_prices_per_million_tokens_endpoint_models_by_name_local_models_at_the_l
     assert spend.cost == pytest.approx(2.0 + 4.0)
     assert prices.price("openai", "unknown") is None  # an endpoint model without a price
     assert prices.price("transformers", "models/policy") == Price(0.1, 0.1)
+    assert prices.price("openai", "big", discount=0.5) == Price(1.0, 4.0)  # a batch backend's calls
+    assert prices.price("openai", "unknown", discount=0.5) is None
     with pytest.raises(ValueError):
         Price(input=-1.0)
