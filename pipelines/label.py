@@ -276,7 +276,7 @@ def send_batches(
     if not batch_backends(config):
         return None
     paths = plan_paths(rollouts=rollouts, label_cache=cache, **({"rubrics": rubrics} if rubrics else {}))
-    rows = [r for r in read_rows(rollouts, ROLLOUT_V2) if r["prompt_id"] not in over]
+    rows = [r for r in read_rows(rollouts, rollouts_schema(rollouts)) if r["prompt_id"] not in over]
     try:
         return batch_pass(name, params, config, paths, rows)
     except (BatchPending, ValueError) as exc:
