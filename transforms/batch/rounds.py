@@ -10,13 +10,12 @@ pipeline sends whatever is left online. The record says how many calls went each
 
 import logging
 from collections import Counter
-from dataclasses import fields, is_dataclass
 
 from rewardmill.transforms.batch.client import BatchJudgeClient
 from rewardmill.transforms.batch.provider import provider_class
-from rewardmill.transforms.judges.call_cache import CachedJudgeClient, call_key
+from rewardmill.transforms.judges.call_cache import CachedJudgeClient
 from rewardmill.transforms.judges.client import BackendConfig, JudgeRequest
-from rewardmill.transforms.judges.openai_client import endpoint_model_id
+from rewardmill.transforms.labelers.cache import config_parts
 from rewardmill.transforms.planning.judge_calls import CallRecorder
 from rewardmill.transforms.planning.label_plan import plan_label_stage
 from rewardmill.transforms.planning.spend import Prices, StagePlan
@@ -26,37 +25,26 @@ log = logging.getLogger("rewardmill")
 
 
 class CollectingRecorder(CallRecorder):
-    """Keeps each request a batch backend would answer, in first-asked order, instead of pricing it; requests to
-    other backends are left to the pipeline."""
+    """Keeps each request a batch backend would answer, in first-asked order, by the call cache key the planning
+    client computed (what the run looks up), instead of pricing it. Requests to other backends, and unseeded samples
+    (no key), are left to the pipeline."""
 
     def __init__(self, stage: str):
         super().__init__(StagePlan(stage, "rollouts"), Prices(), tokens=None)
         self.calls: dict[BackendConfig, dict[str, JudgeRequest]] = {}
 
-    def charge(self, config: BackendConfig, request: JudgeRequest) -> None:
-        if config.batch is not None:
-            self.calls.setdefault(config, {})[call_key(endpoint_model_id(config), request)] = request
+    def charge(self, config: BackendConfig, request: JudgeRequest, key: str | None = None) -> None:
+        if config.batch is not None and key is not None:
+            self.calls.setdefault(config, {})[key] = request
 
 
 def batch_backends(config) -> list[BackendConfig]:
-    """Every backend with a `batch:` block anywhere in a labeler's config (a panel's panelists, an appeal's judge)."""
+    """Every backend with a `batch:` block anywhere in a labeler's config (a panel's panelists, an appeal's judge, an
+    inner labeler's raw config), found as the label cache finds the models a config names (config_parts)."""
     found: list[BackendConfig] = []
-
-    def walk(value) -> None:
-        if isinstance(value, BackendConfig):
-            if value.batch is not None and value not in found:
-                found.append(value)
-        elif is_dataclass(value) and not isinstance(value, type):
-            for f in fields(value):
-                walk(getattr(value, f.name))
-        elif isinstance(value, dict):
-            for item in value.values():
-                walk(item)
-        elif isinstance(value, list | tuple):
-            for item in value:
-                walk(item)
-
-    walk(config)
+    for part in config_parts(config):
+        if isinstance(part, BackendConfig) and part.batch is not None and part not in found:
+            found.append(part)
     return found
 
 

@@ -14,6 +14,7 @@ because the machine was loaded). The cache lives outside DVC outputs (DVC delete
 import dataclasses
 import hashlib
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -50,42 +51,53 @@ def namespace(labeler_cls, config: Any) -> str:
 def cache_identity(config: Any) -> dict[str, list[str]]:
     """Every judge model's identity (`models`: a local folder's content fingerprint; an endpoint's
     base_url|model|fingerprint; a config's own `model_identity()`) and every inner labeler's `key@version`
-    (`labelers`), found anywhere in the config (a panel's panelists, a tier's or an appeal's inner config, theirs in
-    turn), sorted and deduplicated."""
+    (`labelers`), found anywhere in the config (config_parts), sorted and deduplicated."""
     from rewardmill.transforms.judges.client import BackendConfig
-    from rewardmill.transforms.labelers.base import resolve_labeler
     from rewardmill.transforms.sampling.policy import model_identity
 
     models: set[str] = set()
     labelers: set[str] = set()
-
-    def walk(value: Any, where: str) -> None:
-        if isinstance(value, BackendConfig):
-            if value.kind == "openai":
-                models.add(f"openai|{value.base_url}|{value.model}|{value.fingerprint or ''}")
+    for part in config_parts(config):
+        if isinstance(part, BackendConfig):
+            if part.kind == "openai":
+                models.add(f"openai|{part.base_url}|{part.model}|{part.fingerprint or ''}")
             else:
-                models.add(f"{value.kind}|{model_identity(value.model, value.dtype)}")
-            return
-        if has_hook(value, ModelNamingConfig) and not isinstance(value, type):
-            models.add(value.model_identity())  # a config that names its own model (a reward model's fingerprint)
-        inner = _inner_labeler(value)
-        if inner is not None:
-            cls, inner_config = resolve_labeler(inner[0], inner[1], where)
-            labelers.add(f"{inner[0]}@{cls.version}")
-            walk(inner_config, f"{where}.config")
-            return
-        if dataclasses.is_dataclass(value) and not isinstance(value, type):
-            for f in dataclasses.fields(value):
-                walk(getattr(value, f.name), f"{where}.{f.name}")
-        elif isinstance(value, dict):
-            for key, item in value.items():
-                walk(item, f"{where}.{key}")
-        elif isinstance(value, list | tuple):
-            for i, item in enumerate(value):
-                walk(item, f"{where}[{i}]")
-
-    walk(config, "config")
+                models.add(f"{part.kind}|{model_identity(part.model, part.dtype)}")
+        elif isinstance(part, str):
+            labelers.add(part)
+        else:
+            models.add(part.model_identity())  # a config that names its own model (a reward model's fingerprint)
     return {"models": sorted(models), "labelers": sorted(labelers)}
+
+
+def config_parts(config: Any, where: str = "config") -> Iterator[Any]:
+    """What a labeler's config holds that names a model or another labeler, anywhere in it (a panel's panelists, a
+    tier's or an appeal's inner config, theirs in turn), depth first: each judge backend (BackendConfig, not walked
+    into), each config that names its own model (ModelNamingConfig), and each inner labeler as `key@version`, whose
+    raw config is resolved and walked in turn. The label cache's identity and the batch pass both read it."""
+    from rewardmill.transforms.judges.client import BackendConfig
+    from rewardmill.transforms.labelers.base import resolve_labeler
+
+    if isinstance(config, BackendConfig):
+        yield config
+        return
+    if has_hook(config, ModelNamingConfig) and not isinstance(config, type):
+        yield config
+    inner = _inner_labeler(config)
+    if inner is not None:
+        cls, inner_config = resolve_labeler(inner[0], inner[1], where)
+        yield f"{inner[0]}@{cls.version}"
+        yield from config_parts(inner_config, f"{where}.config")
+        return
+    if dataclasses.is_dataclass(config) and not isinstance(config, type):
+        for f in dataclasses.fields(config):
+            yield from config_parts(getattr(config, f.name), f"{where}.{f.name}")
+    elif isinstance(config, dict):
+        for key, item in config.items():
+            yield from config_parts(item, f"{where}.{key}")
+    elif isinstance(config, list | tuple):
+        for i, item in enumerate(config):
+            yield from config_parts(item, f"{where}[{i}]")
 
 
 def _inner_labeler(value: Any) -> tuple[str, dict] | None:

@@ -29,7 +29,8 @@ class CallRecorder:
         # keys already planned, by this stage or an earlier one of the same plan (the stages share the caches)
         self.seen: set[str] = set() if seen is None else seen
 
-    def charge(self, config: BackendConfig, request: JudgeRequest) -> None:
+    def charge(self, config: BackendConfig, request: JudgeRequest, key: str | None = None) -> None:
+        """Price one call the run would send; `key` is its call cache key (None: not cacheable)."""
         tokens_in = self.tokens.chat(config.model, request.messages)
         tokens_out = request.sampling.max_tokens * max(1, request.sampling.n)
         # a backend with `batch:` sends through the provider's batch API, at its discount (docs/batch.md)
@@ -60,7 +61,7 @@ class PlanningClient:
             return JudgeResponse((), error=NOT_SENT)
         if key is not None:
             self.recorder.seen.add(key)
-        self.recorder.charge(self.config, request)
+        self.recorder.charge(self.config, request, key)
         return JudgeResponse((), error=NOT_SENT)
 
     def usage(self) -> dict[str, int]:
