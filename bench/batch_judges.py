@@ -30,7 +30,7 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "bench"))
-from judge_concurrency import write_rollouts  # noqa: E402
+from judge_concurrency import label_command, write_rollouts  # noqa: E402
 
 RUNNER = ["--dtype", "float32", "--enforce-eager", "--max-model-len", "2048"]
 ENV = {"VLLM_CPU_KVCACHE_SPACE": "1", "HF_HUB_OFFLINE": "1"}
@@ -62,19 +62,13 @@ def start_upstream(model: str, port: int, log: Path) -> subprocess.Popen:
 
 
 def run_stage(work: Path, model: str, base_url: str, mode: str, index: int) -> dict:
-    params = yaml.safe_load((REPO / "params.yaml").read_text())
-    entry = params["labelers"]["panel"]
+    entry = yaml.safe_load((REPO / "params.yaml").read_text())["labelers"]["panel"]
     backend = {"kind": "openai", "model": model, "base_url": base_url, "fingerprint": "bench"}
     if mode == "batch":
         backend["batch"] = {"poll_seconds": 1.0, "max_poll_seconds": 5.0}
     entry["config"]["backend"] = backend
-    params["labelers"] = {"panel": entry}
     run_dir = work / f"{mode}-{index}"
-    run_dir.mkdir()
-    (run_dir / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
-    command = [str(Path(sys.executable).parent / "rewardmill"), "--params", str(run_dir / "params.yaml"), "run"]
-    command += ["label", "panel", "--rollouts", str(work / "rollouts"), "--out", str(run_dir / "labels")]
-    command += ["--cache", str(run_dir / "cache" / "labels"), "--metrics", str(run_dir / "metrics.json")]
+    command = label_command(work, run_dir, "panel", entry)
     start = time.monotonic()
     proc = subprocess.run(command, capture_output=True, text=True)
     seconds = time.monotonic() - start

@@ -95,20 +95,26 @@ def write_rollouts(folder: Path, n: int) -> None:
     write_table(rows_to_table(rollout_rows(n), ROLLOUT_V2), str(folder / "part-00000-of-00001.parquet"))
 
 
+def label_command(work: Path, run_dir: Path, name: str, entry: dict) -> list[str]:
+    """`rewardmill run label NAME` on work/rollouts with params.yaml's settings and `entry` as its only labeler, in
+    `run_dir` (made here) with its own params file, labels, cache and metrics."""
+    params = yaml.safe_load((REPO / "params.yaml").read_text())
+    params["labelers"] = {name: entry}
+    run_dir.mkdir()
+    (run_dir / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    command = [str(Path(sys.executable).parent / "rewardmill"), "--params", str(run_dir / "params.yaml"), "run"]
+    command += ["label", name, "--rollouts", str(work / "rollouts"), "--out", str(run_dir / "labels")]
+    return command + ["--cache", str(run_dir / "cache" / "labels"), "--metrics", str(run_dir / "metrics.json")]
+
+
 def run_stage(work: Path, judge: dict, base_url: str, mode: str, index: int, timeout: float, request_timeout) -> dict:
     """One label stage run in its own params file and cache: wall time, exit status and the client's usage."""
     entry = json.loads(json.dumps(judge))
     entry["config"]["backend"] |= {"base_url": base_url, **MODES[mode]}
     if request_timeout is not None:
         entry["config"]["backend"]["request_timeout"] = request_timeout
-    params = yaml.safe_load((REPO / "params.yaml").read_text())
-    params["labelers"] = {"judge": entry}
     run_dir = work / f"{mode}-{index}"
-    run_dir.mkdir()
-    (run_dir / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
-    command = [str(Path(sys.executable).parent / "rewardmill"), "--params", str(run_dir / "params.yaml"), "run"]
-    command += ["label", "judge", "--rollouts", str(work / "rollouts"), "--out", str(run_dir / "labels")]
-    command += ["--cache", str(run_dir / "cache" / "labels"), "--metrics", str(run_dir / "metrics.json")]
+    command = label_command(work, run_dir, "judge", entry)
     start = time.monotonic()
     try:
         proc = subprocess.run(command, capture_output=True, text=True, timeout=timeout)

@@ -283,7 +283,9 @@ def send_batches(
         raise UserError(f"label@{name}: {exc}") from exc
 
 
-def manifest_extra(params: LabelerParams, cls, checked: Checked, probed: dict | None, rubrics: dict) -> dict[str, Any]:
+def manifest_extra(
+    params: LabelerParams, cls, checked: Checked, probed: dict | None, rubrics: dict, batched: dict | None
+) -> dict[str, Any]:
     return (
         {
             "labeler": params.labeler,
@@ -293,17 +295,22 @@ def manifest_extra(params: LabelerParams, cls, checked: Checked, probed: dict | 
         | ({"summary": checked.stats["labeler"]} if "labeler" in checked.stats else {})
         | ({"probes": probed} if probed else {})
         | rubrics
+        | ({"batch": batched} if batched else {})
     )
 
 
 def metrics_record(checked: Checked, manifest: dict, probed: dict | None) -> dict[str, Any]:
     probed_metrics = {"probes": probes.summary(probed)} if probed else {}
-    return {
-        **checked.stats,
-        "not_applicable": checked.not_applicable,
-        "rejects": manifest["rejects"],
-        "usage": checked.usage,
-    } | probed_metrics
+    return (
+        {
+            **checked.stats,
+            "not_applicable": checked.not_applicable,
+            "rejects": manifest["rejects"],
+            "usage": checked.usage,
+        }
+        | probed_metrics
+        | ({"batch": manifest["batch"]} if "batch" in manifest else {})
+    )
 
 
 def admission(name: str, params: LabelerParams, rollouts_dir: str, cache_dir: str | None) -> StageBudget | None:
@@ -354,16 +361,11 @@ def main(argv: list[str] | None = None) -> None:
             {"rollouts": args.rollouts}
             | ({"prompts": prompts} if prompts else {})
             | ({"rubrics": rubrics} if rubrics else {}),
-            extra=lambda done: (
-                manifest_extra(params, cls, done.checked, probed, rubric_facts(rubrics))
-                | ({"batch": batched} if batched else {})
-            ),
+            extra=lambda done: manifest_extra(params, cls, done.checked, probed, rubric_facts(rubrics), batched),
         ),
         check=lambda tmp, result: check_output(stage, args.name, params, cls, config, total, tmp, result),
         metrics=args.metrics,
-        metrics_record=lambda done, manifest: (
-            metrics_record(done.checked, manifest, probed) | ({"batch": batched} if batched else {})
-        ),
+        metrics_record=lambda done, manifest: metrics_record(done.checked, manifest, probed),
         budget=budget,
     )
 

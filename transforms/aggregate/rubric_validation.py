@@ -6,9 +6,9 @@ trusted pairs are the prompt's rollouts the trusted labelers decided correct aga
 labelers are the gates by default; `trusted` names others where no rule verifies (a strong served judge, a reward
 model with verdicts). A pair is won when the rubric scores the correct rollout higher, lost when lower, tied when
 equal. Per rubric (one prompt's): pairs, accuracy = (won + tied / 2) / pairs, agreement = won / (won + lost) (null
-when every pair tied). Overall: the same over every pair, and the mean
-accuracy over rubrics. A rubric with at least `min_pairs` pairs and an accuracy below `min_accuracy` is flagged; with
-`drop`, its labels leave the reward (the labeler's labels of that prompt's rollouts), counted and named.
+when every pair tied). Overall: the same over every pair, and the mean accuracy over rubrics. A rubric with at least
+`min_pairs` pairs and an accuracy below `min_accuracy` is flagged; with `drop`, its labels leave the reward (the
+labeler's labels of that prompt's rollouts), counted and named.
 
 Pure (polars): in, the labels of the gates and the rubric labelers; out, the record the manifests, metrics and card
 show, and the (labeler, prompt) pairs to drop.
@@ -94,8 +94,8 @@ def validate_labeler(
     """The record of one rubric labeler and the prompts whose rubric it drops (with `drop`), sorted. `trusted`: the
     labelers `correct` came from, for the record."""
     per = rubric_pairs(labels, labeler, correct)
-    graded = labels.filter(WHOLE & (pl.col("labeler") == labeler) & pl.col("score").is_not_null())
-    graded = graded["prompt_id"].n_unique()
+    scored = labels.filter(WHOLE & (pl.col("labeler") == labeler) & pl.col("score").is_not_null())
+    graded = scored["prompt_id"].n_unique()
     flagged = per.filter((pl.col("pairs") >= cfg.min_pairs) & (pl.col("accuracy") < cfg.min_accuracy))
     pairs, won, tied, lost = (int(per[c].sum()) for c in ("pairs", "won", "tied", "lost"))
     flagged_ids = flagged["prompt_id"].to_list()

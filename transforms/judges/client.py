@@ -130,8 +130,8 @@ class BackendConfig:
     # by config), still compared
     vllm: dict = field(default_factory=dict, hash=False)
     cache_dir: str | None = None  # call cache folder; the label stage sets it next to the label cache
-    # openai: send the label stage's calls through the provider's batch API first (transforms/batch/params.py); the
-    # answers land in the call cache, so labels are the online backend's, at the batch price
+    # openai: send the label stage's calls through the provider's batch API first (BatchConfig above, docs/batch.md);
+    # the answers land in the call cache, so labels are the online backend's, at the batch price
     batch: BatchConfig | None = None
 
     def __post_init__(self):
