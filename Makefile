@@ -54,7 +54,8 @@ install: $(VENV)/.installed
 dev: $(VENV)/.dev-installed
 
 repro: install
-	dvc repro
+	# `dvc repro`, in rounds when params `targets` asks for a number of rows (docs/targets.md)
+	rewardmill repro
 	@echo "Dataset: export/ (Hub layout), data/datasets/pairs/ (Parquet), metrics: metrics/validate.json"
 
 # The suite runs on TEST_WORKERS processes (pytest-xdist), a test file on one worker so its module fixtures are built

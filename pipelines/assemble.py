@@ -55,6 +55,7 @@ from rewardmill.transforms.judges import probes
 from rewardmill.transforms.pairing.balance import balance_pairs_output
 from rewardmill.transforms.pairing.by_aspect import AspectPairsConfig
 from rewardmill.transforms.pairing.strategies import PairsConfig
+from rewardmill.transforms.planning.spent import per_row
 from rewardmill.transforms.stage.conservation import ConservationError
 from rewardmill.transforms.stage.outputs import (
     MANIFEST,
@@ -257,6 +258,27 @@ def record_driver_facts(
         write_json_atomic(storage.join(out, name, MANIFEST), manifests[name])
 
 
+def record_spend(out: str, manifests: dict[str, dict], rollouts: str, labels: dict, steps: dict) -> None:
+    """Add `spend` to each dataset config's manifest (transforms/planning/spent.py per_row): what its rows rest on,
+    per accepted row. pairs, rl and sft rest on the sampling and every label stage; prm on the sampling and the steps
+    stages."""
+
+    def spend_of(directory: str) -> dict | None:  # None: a folder written outside its stage records none
+        if not storage.exists(storage.join(directory, MANIFEST)):
+            return None
+        return read_manifest(directory).get("spend")
+
+    sampled = {"rollouts": spend_of(rollouts)}
+    labeled = sampled | {f"label@{n}": spend_of(d) for n, d in labels.items()}
+    stepped = sampled | {f"steps@{n}": spend_of(d) for n, d in steps.items()}
+    for name, manifest in manifests.items():
+        if name == "_rewards":
+            continue
+        spend = per_row(stepped if name == "prm" else labeled, manifest["rows"])
+        manifests[name] = {**manifest, "spend": spend}
+        write_json_atomic(storage.join(out, name, MANIFEST), manifests[name])
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--rollouts", default="data/rollouts", help="the rollouts folder")
@@ -333,6 +355,7 @@ def main(argv: list[str] | None = None) -> None:
         if validated:  # the labels the dropped rubrics took out of the reward, counted by the buckets
             validated = {"labelers": validated, "labels_dropped": counts.get("labels_dropped_rubric", 0)}
         record_driver_facts(tmp, manifests, used, validated, objectives(run_cfg.aggregate))
+        record_spend(tmp, manifests, args.rollouts, labels, steps)
     timer.done(manifests["pairs"])
 
 

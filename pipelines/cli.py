@@ -151,6 +151,9 @@ def dispatch(argv: list[str]) -> int:
     sub.add_parser("push", help="upload the export folder to a Hugging Face dataset repo, tagged", add_help=False)
     sub.add_parser("plan", help="what each stage would send: requests, tokens, money", add_help=False)
     sub.add_parser(
+        "repro", help="dvc repro; in rounds until params `targets` (rows per dataset config) are met", add_help=False
+    )
+    sub.add_parser(
         "batch-server", help="the OpenAI Batch API on this machine, each batch run by vLLM's batch runner",
         add_help=False,
     )  # fmt: skip
@@ -167,6 +170,7 @@ def dispatch(argv: list[str]) -> int:
         "new-environment": "scaffold_environment",
         "push": "push",
         "plan": "plan",
+        "repro": "repro",
         "batch-server": "batch_server",
         "doctor": "doctor",
         "view": "view",

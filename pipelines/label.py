@@ -47,7 +47,7 @@ from rewardmill.transforms.labelers.judge_base import JUDGE_CALL_FAILED, JudgeLa
 from rewardmill.transforms.labelers.normalize import normalize_output
 from rewardmill.transforms.labelers.params import LabelerParams, resolve, rubric_set
 from rewardmill.transforms.labelers.stats import label_stats
-from rewardmill.transforms.planning.label_plan import plan_label_stage
+from rewardmill.transforms.planning.label_plan import label_spend, plan_label_stage
 from rewardmill.transforms.planning.stages import load_prices, plan_paths
 from rewardmill.transforms.rubrics.record import rules_record
 from rewardmill.transforms.stage.budget import StageBudget
@@ -283,14 +283,28 @@ def send_batches(
         raise UserError(f"label@{name}: {exc}") from exc
 
 
+def spent(name: str, params: LabelerParams, rollouts: str, cache: str | None, rubrics: str | None, over) -> dict:
+    """The manifest's `spend`: what the labels rest on (transforms/planning/spent.py), over the admitted rollouts."""
+    paths = plan_paths(rollouts=rollouts, label_cache=cache, **({"rubrics": rubrics} if rubrics else {}))
+    rows = [r for r in read_rows(rollouts, rollouts_schema(rollouts)) if r["prompt_id"] not in over]
+    return label_spend(name, params, paths, rows, load_prices())
+
+
 def manifest_extra(
-    params: LabelerParams, cls, checked: Checked, probed: dict | None, rubrics: dict, batched: dict | None
+    params: LabelerParams,
+    cls,
+    checked: Checked,
+    probed: dict | None,
+    rubrics: dict,
+    batched: dict | None,
+    spend: dict,
 ) -> dict[str, Any]:
     return (
         {
             "labeler": params.labeler,
             "labeler_version": cls.version,
             "not_applicable": checked.not_applicable,
+            "spend": spend,
         }
         | ({"summary": checked.stats["labeler"]} if "labeler" in checked.stats else {})
         | ({"probes": probed} if probed else {})
@@ -307,6 +321,7 @@ def metrics_record(checked: Checked, manifest: dict, probed: dict | None) -> dic
             "not_applicable": checked.not_applicable,
             "rejects": manifest["rejects"],
             "usage": checked.usage,
+            "spend": manifest["spend"],
         }
         | probed_metrics
         | ({"batch": manifest["batch"]} if "batch" in manifest else {})
@@ -361,7 +376,15 @@ def main(argv: list[str] | None = None) -> None:
             {"rollouts": args.rollouts}
             | ({"prompts": prompts} if prompts else {})
             | ({"rubrics": rubrics} if rubrics else {}),
-            extra=lambda done: manifest_extra(params, cls, done.checked, probed, rubric_facts(rubrics), batched),
+            extra=lambda done: manifest_extra(
+                params,
+                cls,
+                done.checked,
+                probed,
+                rubric_facts(rubrics),
+                batched,
+                spent(args.name, params, args.rollouts, args.cache, args.rubrics, over),
+            ),
         ),
         check=lambda tmp, result: check_output(stage, args.name, params, cls, config, total, tmp, result),
         metrics=args.metrics,

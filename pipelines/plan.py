@@ -12,22 +12,28 @@ admit work under their `budget`, always against the rows they are handed.
 rewardmill plan                         # every stage
 rewardmill plan --stage label@appeal    # one stage (repeat --stage for more), as dvc.yaml names it
 rewardmill plan --json                  # machine-readable
+
+A plan of every stage (no --stage) ends with two more parts. With params `targets` set: the rounds `rewardmill repro`
+would run to meet them, from the rates of the dataset on disk (or targets.assumed_yield before one is built), and what
+the prompts they add would send. With a dataset on disk: the tokens and dollars per accepted row of each config, split
+by stage (the run without caches over the rows it gave; at the targets' final size when targets are set).
 """
 
 import argparse
 import json
 import sys
+import tempfile
 from pathlib import Path
 
 from rewardmill.pipelines.settings import stage_names
 from rewardmill.schemas import PROMPT_V1
-from rewardmill.transforms.config import load_section, params_hash, read_params
+from rewardmill.transforms.config import from_dict, load_section, params_hash, read_params
 from rewardmill.transforms.io import storage
 from rewardmill.transforms.io.parquet import read_rows
 from rewardmill.transforms.planning.label_plan import plan_label_stage
 from rewardmill.transforms.planning.rollout_plan import plan_rollouts_stage
 from rewardmill.transforms.planning.rubrics_plan import plan_rubrics_stage
-from rewardmill.transforms.planning.spend import Prices, StagePlan
+from rewardmill.transforms.planning.spend import Prices, Spend, StagePlan
 from rewardmill.transforms.planning.stages import (
     Paths,
     Rollouts,
@@ -38,7 +44,12 @@ from rewardmill.transforms.planning.stages import (
 from rewardmill.transforms.planning.steps_plan import plan_steps_stage
 from rewardmill.transforms.planning.upstream import predicted_rollouts, stale_reasons
 from rewardmill.transforms.stage.outputs import MANIFEST, digest_path, read_manifest
+from rewardmill.transforms.targets.params import TargetsConfig
+from rewardmill.transforms.targets.plan import plan_row_costs, plan_targets
+from rewardmill.transforms.targets.sizes import source_sizes
+from rewardmill.transforms.targets.yields import count_columns, observe
 
+DATASET_CONFIGS = ("pairs", "pairs_by_aspect", "prm", "rl", "sft")  # assemble's outputs with rows to cost
 NO_CALLS = ("model", "prompts", "assemble", "evaluate", "validate", "export")  # compute only, no model calls
 
 
@@ -158,6 +169,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--rollouts", default="data/rollouts")
     parser.add_argument("--model", default="models/policy")
     parser.add_argument("--rubrics", default="data/rubrics")
+    parser.add_argument("--datasets", default="data/datasets", help="assemble's output (params targets: the rates)")
     parser.add_argument("--cache-root", default=None, help="default: params cache.root")
     args = parser.parse_args(argv)
     paths = plan_paths(
@@ -169,11 +181,53 @@ def main(argv: list[str] | None = None) -> None:
     downstream = any(s.partition("@")[0] in ("rubrics", "label", "steps") for s in stages)
     rollouts = rollouts_to_plan(paths) if downstream else None  # once: every label and steps stage reads the same
     plans = [plan_stage(stage, paths, prices, seen, rollouts) for stage in stages]
+    parts = whole_run(args, paths, prices) if not args.stage else []
     if args.json:
-        json.dump([p.summary() for p in plans], sys.stdout, indent=2)
+        json.dump([p.summary() for p in plans] + [part.summary() for part in parts], sys.stdout, indent=2)
         print()
     else:
         print(render(plans))
+        for part in parts:
+            print("\n".join(part.render()))
+
+
+def whole_run(args, paths: Paths, prices: Prices) -> list:
+    """The parts of a plan of the whole DAG beyond its stages: the rounds params `targets` ask for
+    (transforms/targets/plan.py) and the tokens and money per accepted row of each dataset config on disk. Both
+    price a prompt by the calling stages' plan without caches (what it costs the first time), per prompt on disk."""
+    params = read_params()
+    targets = from_dict(TargetsConfig, params.get("targets") or {}, "targets")
+    built = [c for c in DATASET_CONFIGS if storage.exists(storage.join(args.datasets, c, MANIFEST))]
+    if not targets.wanted and not built:
+        return []
+    sources = list(params["prompts"]["sources"])
+    full, prompts = without_caches(args, prices) if storage.exists(paths.prompts) else ({}, 0)
+    parts = []
+    ratio = 1.0
+    if targets.wanted:
+        total = Spend()
+        for spend in full.values():
+            total.add(spend)
+        plan = plan_targets(targets, sources, paths.prompts, args.datasets, total, prompts)
+        parts.append(plan)
+        ratio = plan.prompts_ratio
+    if built and prompts:
+        growable = {raw["name"] for i, raw in enumerate(sources) if source_sizes(raw, f"prompts.sources[{i}]")}
+        parts.append(plan_row_costs(full, observe(paths.prompts, args.datasets, built), growable, ratio))
+    return parts
+
+
+def without_caches(args, prices: Prices) -> tuple[dict[str, Spend], int]:
+    """({stage: what it sends for the prompts on disk with no cache}, the prompts on disk)."""
+    prompts = sum(count_columns(args.prompts, ["prompt_id"], "prompts").values())
+    full = {}
+    with tempfile.TemporaryDirectory() as empty:
+        bare = plan_paths(empty, prompts=args.prompts, rollouts=args.rollouts, model=args.model, rubrics=args.rubrics)
+        rollouts = rollouts_to_plan(bare)
+        for stage in dag_stages():
+            if stage not in NO_CALLS:
+                full[stage] = plan_stage(stage, bare, prices, set(), rollouts).send
+    return full, prompts
 
 
 if __name__ == "__main__":

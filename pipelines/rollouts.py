@@ -19,7 +19,9 @@ from rewardmill.transforms.io import storage
 from rewardmill.transforms.io.parquet import ReadStageOutput, WriteSortedParquet, list_shards, read_rows, read_table
 from rewardmill.transforms.planning.budget import BUDGET_REASON, Budget
 from rewardmill.transforms.planning.rollout_plan import plan_rollouts_stage
+from rewardmill.transforms.planning.spent import rollouts_spend
 from rewardmill.transforms.planning.stages import load_prices, plan_paths
+from rewardmill.transforms.planning.tokens import TokenCounter
 from rewardmill.transforms.sampling.cache import COUNTERS, RolloutCache
 from rewardmill.transforms.sampling.openai_backend import EndpointPolicy, OpenAIPolicyHandler, check_reachable
 from rewardmill.transforms.sampling.params import SamplingParams
@@ -271,6 +273,17 @@ def check_output(out_dir: str, cfg: RolloutsConfig, total: int, members: int, ca
     return {name: record(rows) for name, (_, record) in readers.items()}
 
 
+def sampled(out_dir: str, members: list[Member], model_dir: str) -> dict:
+    """The manifest's `spend`: what the written rollouts cost (transforms/planning/spent.py), each at its policy's
+    price (an endpoint's served model, or prices.local)."""
+    shards = list_shards(out_dir)
+    names = set(read_table(shards[0], columns=None).schema.names) if shards else set()
+    columns = ["prompt_id", "messages", "n_tokens", "policy"] + (["turns"] if "turns" in names else [])
+    rows = [r for path in shards for r in read_table(path, columns=columns).to_pylist()]
+    models = {m.name: (m.backend, m.openai.model if m.backend == "openai" else m.model_dir) for m in members}
+    return rollouts_spend(rows, models, load_prices(), TokenCounter(model_dir))
+
+
 TOKEN_COLUMNS = ["n_tokens", "reasoning_tokens"]  # what the manifest's `tokens` reads of a row
 
 
@@ -374,7 +387,9 @@ def main(argv: list[str] | None = None) -> None:
                 | finished.checked
             ),
         ),
-        check=lambda tmp, result: check_output(tmp, cfg, total, len(members), args.cache),
+        check=lambda tmp, result: (
+            check_output(tmp, cfg, total, len(members), args.cache) | {"spend": sampled(tmp, members, args.model)}
+        ),
         budget=budget,
         log_run=log_cache_use,
     )

@@ -102,9 +102,17 @@ def all_settings(params: dict[str, Any] | None = None) -> dict[str, dict[str, An
     for name, where in SHARED.items():
         out[name] = _settled(lambda name=name, where=where: section_settings(params, name, where))
     out["cache"] = {"root": cache_root(params)}
+    out["targets"] = _settled(lambda: targets_settings(params))
     for stage in stage_names(params):
         out[stage] = _settled(lambda stage=stage: stage_settings(params, stage))
     return out
+
+
+def targets_settings(params: dict[str, Any]) -> dict[str, Any]:
+    """params `targets` (optional: read by `rewardmill repro` and `rewardmill plan`, no stage)."""
+    from rewardmill.transforms.targets.params import TargetsConfig
+
+    return to_plain(from_dict(TargetsConfig, params.get("targets") or {}, "targets"))
 
 
 def _settled(load) -> dict[str, Any] | Exception:

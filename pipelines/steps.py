@@ -21,6 +21,8 @@ from rewardmill.schemas import ROLLOUT_V2, STEP_LABEL_V1
 from rewardmill.transforms.config import load_section
 from rewardmill.transforms.io.parquet import ReadStageOutput, WriteSortedParquet, stable_shard
 from rewardmill.transforms.planning.budget import BUDGET_REASON
+from rewardmill.transforms.planning.spend import Spend
+from rewardmill.transforms.planning.spent import spend_record
 from rewardmill.transforms.planning.stages import load_prices, plan_paths
 from rewardmill.transforms.planning.steps_plan import plan_steps_stage
 from rewardmill.transforms.sampling.policy import FINGERPRINT_FILE
@@ -128,6 +130,18 @@ def admission(name: str, params: StepsParams, rollouts_dir: str, model_dir: str,
     return StageBudget.admit(f"steps.{name}.budget", plan, params.budget)
 
 
+def spent(name: str, params: StepsParams, rollouts_dir: str, model_dir: str, over: frozenset) -> dict:
+    """The manifest's `spend` (transforms/planning/spent.py): the stage's plan without caches over the admitted
+    prompts, an upper bound (every prefix continued, every output at its limit)."""
+    paths = plan_paths(rollouts=rollouts_dir, model=model_dir, steps_cache=None)
+    plan = plan_steps_stage(name, paths, load_prices(), params)
+    total = Spend()
+    for prompt_id, spend in sorted(plan.groups.items()):
+        if prompt_id not in over:
+            total.add(spend)
+    return spend_record(total, bound=True)
+
+
 def check_conservation(stage: str, out_dir: str, selected: int, trajectories: bool = False) -> None:
     """Every selected rollout has step labels or a reject; with trajectories, rejects alone are the expected result
     (TRAJECTORY), not a runner that lost the rows."""
@@ -185,7 +199,7 @@ def main(argv: list[str] | None = None) -> None:
             STEP_LABEL_V1,
             params,
             {"rollouts": args.rollouts, "model": str(Path(model_dir) / FINGERPRINT_FILE)},
-            extra={"selection": chosen},
+            extra={"selection": chosen, "spend": spent(args.name, params, args.rollouts, args.model, over)},
         ),
         check=lambda tmp, result: check_conservation(stage, tmp, chosen["selected"], episodes),
         metrics=args.metrics,

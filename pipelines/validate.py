@@ -272,6 +272,24 @@ def rubric_validation(rewards: Path) -> dict[str, dict]:
     return {name: {k: r.get(k) for k in keys} for name, r in sorted(record.items())}
 
 
+def spend_per_row(datasets: Path) -> dict[str, dict]:
+    """Tokens and dollars per accepted row of each dataset config (assemble's manifest `spend`), for the metrics:
+    config -> {rows, tokens_per_row, usd_per_row, usd, by_stage: {stage: usd per row}}; a config without one: left
+    out."""
+    found = {}
+    for folder in sorted(p for p in datasets.iterdir() if p.is_dir() and (p / MANIFEST).is_file()):
+        spend = read_manifest(folder).get("spend")
+        if spend:
+            found[folder.name] = {
+                "rows": spend["rows"],
+                "tokens_per_row": spend["per_row"]["tokens"],
+                "usd_per_row": spend["per_row"]["cost_usd"],
+                "usd": spend["total"]["cost_usd"],
+                "by_stage": {stage: per["cost_usd"] for stage, per in spend["per_row"]["by_stage"].items()},
+            }
+    return found
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--prompts", default="data/prompts", help="the prompts folder")
@@ -301,6 +319,8 @@ def main(argv: list[str] | None = None) -> None:
     metrics["reward_weights"] = reward_weights(Path(args.datasets) / REWARDS)
     if validated := rubric_validation(Path(args.datasets) / REWARDS):
         metrics["rubric_validation"] = validated
+    if spent := spend_per_row(Path(args.datasets)):
+        metrics["spend"] = spent
     with atomic_output(args.reports) as folder:  # local folders: DVC metrics and plots, and HTML pages
         tmp = Path(folder)
         run_pipeline(lambda p: build(p, cfg, found, str(tmp)), load_beam_config())

@@ -36,8 +36,9 @@ FIRST_HOUR = re.compile(r"<!-- first-hour: (\w+) -->\n```\w+\n(.*?)```", re.S)  
 # Quoted commands no test spells out as an argv, each with what checks it instead (or that it is run by hand, as the
 # page quoting it says). Keep it short: a new quoted command belongs in a test.
 ELSEWHERE = {
-    "make repro": "its recipe is `make install` then `dvc repro`: tests/e2e/test_first_hour.py runs `make install` "
-    "(test_make_install_alone_imports_every_module), tests/e2e/project.py `dvc repro` on tiny params",
+    "make repro": "its recipe is `make install` then `rewardmill repro`: tests/e2e/test_first_hour.py runs `make "
+    "install` (test_make_install_alone_imports_every_module), tests/e2e/test_targets.py `rewardmill repro` with and "
+    "without targets on the demo project",
     "make test": "its recipe is `ruff check .` and `pytest -q -ra`: this suite, as CI runs it",
     "make bench": "runs `python bench/sampling.py`, a bench of minutes the suite does not run; docs/performance.md "
     "quotes its figures with the command",

@@ -326,6 +326,29 @@ def card_text(project: Path) -> str:
     return (project / "export/README.md").read_text()
 
 
+def test_the_card_metrics_and_plan_give_the_cost_of_an_accepted_row_of_every_config(project):
+    """Issue acceptance: the card shows dollars per accepted row for every exported config, split by stage; the
+    metrics and `rewardmill plan` carry the same per-row figures. The sampling's spend is the rollouts' own tokens."""
+    card = card_text(project)
+    configs = sorted(p.name for p in (project / "export/data").iterdir() if p.is_dir())
+    assert "## Cost per accepted row" in card and configs, card
+    for config in configs:
+        assert re.search(rf"^\| `{config}` \| \d+ \| [\d,.]+ \| \$\d+\.\d{{6}} \|", card, re.M), (config, card)
+        assert f"| `{config}` | `rollouts` |" in card
+    rollouts = read_rows(str(project / "data/rollouts"))
+    sampled = json.loads((project / "data/rollouts/_manifest.json").read_text())["spend"]
+    assert sampled["tokens_out"] == sum(r["n_tokens"] for r in rollouts) and sampled["requests"] == len(rollouts)
+    metrics = json.loads((project / "metrics/validate.json").read_text())["spend"]
+    pairs = json.loads((project / "data/datasets/pairs/_manifest.json").read_text())
+    assert metrics["pairs"]["rows"] == pairs["rows"] and metrics["pairs"]["tokens_per_row"] > 0
+    assert set(pairs["spend"]["stages"]) == {"rollouts", *(f"label@{n}" for n in tiny_params()["labelers"])}
+    planned = json.loads(run_json([str(BIN / "rewardmill"), "plan", "--json"], project))
+    (per_row,) = [p for p in planned if p["stage"] == "per_accepted_row"]
+    assert (
+        per_row["configs"]["pairs"]["rows"] == pairs["rows"] and per_row["configs"]["pairs"]["per_row"]["tokens"] > 0
+    )
+
+
 def test_second_repro_is_a_noop_and_status_clean(project):
     out = run([str(BIN / "dvc"), "repro"], project)
     assert "Running stage" not in out, out

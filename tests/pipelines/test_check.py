@@ -66,6 +66,9 @@ def test_the_output_is_the_same_bytes_for_any_valid_params(tmp_path, params_file
         ),
         # evaluate's reward model
         (lambda p: p["evaluate"].update(reward_model="/nope/rm"), ["evaluate.reward_model: /nope/rm"]),
+        # targets (no stage reads them, `rewardmill repro` does): a typo and a bad value fail before any round
+        (lambda p: p["targets"].update(piars=100), ["targets:", "piars"]),
+        (lambda p: p["targets"].update(pairs=0), ["targets:", "pairs must be an int >= 1"]),
     ],
 )
 def test_each_mistake_is_named_and_nothing_is_written(tmp_path, params_file, monkeypatch, edit, says):

@@ -31,6 +31,7 @@ from rewardmill.transforms.export.markdown import table
 from rewardmill.transforms.export.provenance import Provenance, provenance_section
 from rewardmill.transforms.export.reward_weights import reward_weights_section
 from rewardmill.transforms.export.rubric_validation import learned_rules_section, rubric_validation_section
+from rewardmill.transforms.export.spend import spend_section
 from rewardmill.transforms.export.trainers import training_section
 
 __all__ = ["Provenance", "build_card", "front_matter", "parse_source", "size_category", "type_name"]
@@ -85,6 +86,7 @@ def build_card(
         _label_methods(configs, manifests, provenance),
         reward_weights_section(manifests),
         rubric_validation_section(manifests),
+        spend_section(manifests),
         learned_rules_section(learned_rules),
         labeler_accuracy_section(labeler_audit),
         judge_probes_section(judge_probes),

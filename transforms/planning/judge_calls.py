@@ -37,6 +37,44 @@ class CallRecorder:
         price = self.prices.price(config.kind, config.model, config.batch.discount if config.batch else 1.0)
         self.plan.charge(self.group, priced(price, config.model, 1, tokens_in, tokens_out))
 
+    def answered(self, config: BackendConfig, request: JudgeRequest, key: str, response: JudgeResponse) -> None:
+        """A call the call cache answers: the run sends nothing for it."""
+        self.plan.cached += 1
+
+    reads_label_cache = True  # rows the label cache answers whole are not replayed (the run does not label them)
+
+
+class SpendRecorder(CallRecorder):
+    """Charges what the call cache answered, once per call, for a built stage's `spend` (transforms/planning/spent.py
+    says what counts)."""
+
+    reads_label_cache = False  # every row's calls, however the run got its label
+
+    def __init__(self, plan: StagePlan, prices: Prices, tokens: TokenCounter):
+        super().__init__(plan, prices, tokens, seen=set())
+        self.charged: set[str] = set()
+        self.estimated = 0
+        self.uncached = 0
+
+    def answered(self, config: BackendConfig, request: JudgeRequest, key: str, response: JudgeResponse) -> None:
+        if key in self.charged:
+            return
+        self.charged.add(key)
+        if response.prompt_tokens is None or response.completion_tokens is None:  # a server that reports no usage
+            self.estimated += 1
+            super().charge(config, request, key)
+            return
+        price = self.prices.price(config.kind, config.model, config.batch.discount if config.batch else 1.0)
+        spend = priced(price, config.model, 1, response.prompt_tokens, response.completion_tokens)
+        self.plan.charge(self.group, spend)
+
+    def charge(self, config: BackendConfig, request: JudgeRequest, key: str | None = None) -> None:
+        if key is not None:  # cacheable, not in the cache: no answer was kept, so none was paid for here
+            self.uncached += 1
+            return
+        self.estimated += 1  # unseeded sampling: sent every time, never cached
+        super().charge(config, request, key)
+
 
 class PlanningClient:
     """A JudgeClient that sends nothing (see the module docstring); `model_id` and the cache are the real client's."""
@@ -54,7 +92,7 @@ class PlanningClient:
         key = call_key(self.model_id, request) if is_cacheable(request) else None
         hit = self._store.get(key) if key is not None and self._store is not None else None
         if hit is not None:
-            self.recorder.plan.cached += 1
+            self.recorder.answered(self.config, request, key, hit)
             return dataclasses.replace(hit, cached=True)
         if key is not None and key in self.recorder.seen:
             self.recorder.plan.cached += 1

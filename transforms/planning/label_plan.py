@@ -20,8 +20,9 @@ from rewardmill.transforms.labelers.contract import (
     tear_down,
 )
 from rewardmill.transforms.labelers.params import LabelerParams, resolve, rubric_set
-from rewardmill.transforms.planning.judge_calls import CallRecorder, counting_calls
+from rewardmill.transforms.planning.judge_calls import CallRecorder, SpendRecorder, counting_calls
 from rewardmill.transforms.planning.spend import Prices, StagePlan
+from rewardmill.transforms.planning.spent import spend_record
 from rewardmill.transforms.planning.stages import Paths, Rollouts, missing, on_disk
 from rewardmill.transforms.planning.tokens import TokenCounter
 
@@ -52,7 +53,7 @@ def plan_label(
     returned plan; the batch pass collects them instead)."""
     plan = recorder.plan if recorder is not None else StagePlan(stage, "rollouts")
     recorder = recorder or CallRecorder(plan, prices, tokens, seen)
-    cache = LabelCache(cache_dir, labeler_cls, config) if cache_dir else None
+    cache = LabelCache(cache_dir, labeler_cls, config) if cache_dir and recorder.reads_label_cache else None
     with counting_calls(recorder):
         labeler = labeler_cls(config)
         calls_model = has_hook(labeler, CallCachingLabeler)  # a labeler that calls a model caches its calls
@@ -117,3 +118,14 @@ def plan_label_stage(
     counter = TokenCounter(paths.model)
     plan = plan_label(stage, cls, config, rows, params.tasks, paths.label_cache, prices, counter, seen, recorder)
     return rollouts.annotate(plan)
+
+
+def label_spend(name: str, params: LabelerParams, paths: Paths, rows: list[dict], prices: Prices) -> dict:
+    """A label stage's spend over `rows` (the rollouts it labeled); a labeler that calls no model spent nothing."""
+    cls, _ = resolve(name, params)
+    plan = StagePlan(f"label@{name}", "rollouts")
+    if not has_hook(cls, CallCachingLabeler):
+        return spend_record(plan.send)
+    recorder = SpendRecorder(plan, prices, TokenCounter(paths.model))
+    plan_label_stage(name, paths, prices, params, rollouts=Rollouts(rows), recorder=recorder)
+    return spend_record(plan.send, recorder.estimated, recorder.uncached)
