@@ -12,13 +12,16 @@ import apache_beam as beam
 from apache_beam.ml.inference.base import RunInference
 
 from rewardmill.schemas import PROMPT_V1, ROLLOUT_V2, ROLLOUT_V3
+from rewardmill.transforms.batch.client import BatchPending
+from rewardmill.transforms.batch.samples import batched_members, calls_dir, sample_batches
 from rewardmill.transforms.config import load_section
 from rewardmill.transforms.environments.params import EnvironmentParams
 from rewardmill.transforms.environments.summary import EPISODE_COLUMNS, episode_summary
+from rewardmill.transforms.errors import UserError
 from rewardmill.transforms.io import storage
 from rewardmill.transforms.io.parquet import ReadStageOutput, WriteSortedParquet, list_shards, read_rows, read_table
 from rewardmill.transforms.planning.budget import BUDGET_REASON, Budget
-from rewardmill.transforms.planning.rollout_plan import plan_rollouts_stage
+from rewardmill.transforms.planning.rollout_plan import batch_discount, plan_rollouts_stage
 from rewardmill.transforms.planning.spent import rollouts_spend
 from rewardmill.transforms.planning.stages import load_prices, plan_paths
 from rewardmill.transforms.planning.tokens import TokenCounter
@@ -145,13 +148,14 @@ def model_handler(
     label: str | None = None,
     environment: EnvironmentParams | None = None,
     reasoning: ReasoningTags | None = None,
+    calls_dir: str | None = None,  # a served policy's call cache (its batch pass's answers)
 ):
     if m.backend == "recorded":
         from rewardmill.transforms.sampling.recorded_backend import RecordedPolicyHandler
 
         return RecordedPolicyHandler(m.model_dir, sampling, total, label)
     if m.backend == "openai":
-        return OpenAIPolicyHandler(m.openai, sampling, total, cache, label, reasoning, environment)
+        return OpenAIPolicyHandler(m.openai, sampling, total, cache, label, reasoning, environment, calls_dir)
     if m.backend == "vllm":
         from rewardmill.transforms.sampling.vllm_backend import VLLMPolicyHandler
 
@@ -191,7 +195,16 @@ def build(
             batches
             | f"Generate{step}"
             >> RunInference(
-                model_handler(m, sampling, total, cache, m.name if pooled else None, cfg.environment, cfg.reasoning)
+                model_handler(
+                    m,
+                    sampling,
+                    total,
+                    cache,
+                    m.name if pooled else None,
+                    cfg.environment,
+                    cfg.reasoning,
+                    calls_dir(cache_dir),
+                )
             ).with_exception_handling()
         )
         rows.append(generated | f"To rollout rows{step}" >> beam.ParDo(ToRolloutRows(m.info, m.backend, sampling)))
@@ -280,7 +293,10 @@ def sampled(out_dir: str, members: list[Member], model_dir: str) -> dict:
     names = set(read_table(shards[0], columns=None).schema.names) if shards else set()
     columns = ["prompt_id", "messages", "n_tokens", "policy"] + (["turns"] if "turns" in names else [])
     rows = [r for path in shards for r in read_table(path, columns=columns).to_pylist()]
-    models = {m.name: (m.backend, m.openai.model if m.backend == "openai" else m.model_dir) for m in members}
+    models = {
+        m.name: (m.backend, m.openai.model if m.backend == "openai" else m.model_dir, batch_discount(m))
+        for m in members
+    }
     return rollouts_spend(rows, models, load_prices(), TokenCounter(model_dir))
 
 
@@ -372,6 +388,7 @@ def main(argv: list[str] | None = None) -> None:
     total = read_manifest(args.prompts)["rows"]
     budget = admission(cfg, args.prompts, args.model, args.cache)
     over = budget.over if budget else frozenset()
+    batched = send_batches(cfg, members, args.prompts, args.cache, over)
     run_stage(
         STAGE,
         args.out,
@@ -384,6 +401,7 @@ def main(argv: list[str] | None = None) -> None:
             extra=lambda finished: (
                 {"policies": policies_record(members), "prompts": total}
                 | ({} if cfg.policies else {"policy": members[0].info.__dict__})
+                | ({"batch": batched} if batched else {})
                 | finished.checked
             ),
         ),
@@ -410,6 +428,18 @@ def recorded_member(member: Member, prompts_dir: str) -> Member:
         )
     info = PolicyInfo(name="recorded", source="recorded traces", fingerprint=fingerprint(digests))
     return dataclasses.replace(member, name=info.name, info=info)
+
+
+def send_batches(cfg: RolloutsConfig, members: list[Member], prompts_dir: str, cache: str | None, over) -> dict | None:
+    """The batch pass of served policies with `batch:` (transforms/batch/samples.py) over the admitted prompts, before
+    the pipeline: its record, or None when no policy batches."""
+    if not batched_members(members):
+        return None
+    prompts = [p for p in read_rows(prompts_dir, PROMPT_V1) if p["prompt_id"] not in over]
+    try:
+        return sample_batches(members, cfg.sampling(), prompts, cache, cfg.environment is not None)
+    except (BatchPending, ValueError) as exc:
+        raise UserError(f"rollouts: {exc}") from exc
 
 
 def admission(cfg: RolloutsConfig, prompts_dir: str, model_dir: str, cache: str | None):

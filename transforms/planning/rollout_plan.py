@@ -24,7 +24,7 @@ def plan_rollouts(cfg, prompts: list[dict], members, cache_dir: str | None, pric
     for m in members:
         cache = RolloutCache(cache_dir, m.info.fingerprint, m.backend, sampling)
         model = m.openai.model if m.backend == "openai" else m.model_dir
-        price = prices.price(m.backend, model)
+        price = prices.price(m.backend, model, batch_discount(m))
         for prompt in sorted(prompts, key=lambda p: p["prompt_id"]):
             plan.rows += 1
             if cache.has(prompt):
@@ -49,6 +49,11 @@ def plan_rollouts(cfg, prompts: list[dict], members, cache_dir: str | None, pric
     if tokens.estimated:
         plan.notes.append(f"input tokens of {sorted(tokens.estimated)} estimated with the policy's tokenizer")
     return plan
+
+
+def batch_discount(member) -> float:
+    """The share of the price a member pays: a served policy with `batch:` its discount (docs/batch.md), else 1."""
+    return member.openai.batch.discount if member.backend == "openai" and member.openai.batch else 1.0
 
 
 def sample_spend(cfg, sp, prompt_tokens: int) -> tuple[int, int, int]:

@@ -32,20 +32,24 @@ def spend_record(spend: Spend, estimated: int = 0, uncached: int = 0, bound: boo
     }
 
 
-def rollouts_spend(rows: list[dict], models: dict[str, tuple[str, str]], prices: Prices, tokens: TokenCounter) -> dict:
+def rollouts_spend(
+    rows: list[dict], models: dict[str, tuple[str, str, float]], prices: Prices, tokens: TokenCounter
+) -> dict:
     """`rows`: the written rollouts (messages, n_tokens, policy, turns when episodes ran); `models`: policy name ->
-    (backend, model as priced: an endpoint's served name or the local folder)."""
+    (backend, model as priced: an endpoint's served name or the local folder, the share of the price it pays: a
+    batch's discount, else 1)."""
     total = Spend()
     prompt_tokens: dict[tuple[str, str], int] = {}
     for row in rows:
         name = row["policy"]["name"]
-        backend, model = models.get(name, ("transformers", name))
+        backend, model, discount = models.get(name, ("transformers", name, 1.0))
         key = (model, row["prompt_id"])
         if key not in prompt_tokens:
             prompt_tokens[key] = tokens.chat(model, row["messages"])
         turns = row.get("turns")
         requests = sum(1 for t in turns if t.get("role") == "assistant") if turns else 1
-        total.add(priced(prices.price(backend, model), model, max(1, requests), prompt_tokens[key], row["n_tokens"]))
+        price = prices.price(backend, model, discount)
+        total.add(priced(price, model, max(1, requests), prompt_tokens[key], row["n_tokens"]))
     return spend_record(total)
 
 

@@ -8,7 +8,7 @@ import hashlib
 import json
 from dataclasses import dataclass
 
-from rewardmill.transforms.judges.client import BackendConfig
+from rewardmill.transforms.judges.client import BackendConfig, BatchConfig
 from rewardmill.transforms.sampling.policy import PolicyInfo
 
 
@@ -23,8 +23,12 @@ class EndpointPolicy:
     max_concurrency: int = 8  # requests in flight at once
     max_retries: int = 4  # on 429 / 5xx / timeouts / connection errors, exponential backoff
     request_timeout: float = 120.0  # seconds per attempt
+    # send the samples the rollout cache lacks through the provider's batch API first (the judges' BatchConfig,
+    # docs/batch.md); the answers land in a call cache beside the rollout cache, and the stage then samples from it
+    batch: BatchConfig | None = None
 
-    def client_config(self) -> BackendConfig:
+    def client_config(self, cache_dir: str | None = None) -> BackendConfig:
+        """The judges' client settings for this endpoint; `cache_dir`: the call cache (a batch backend needs one)."""
         return BackendConfig(
             kind="openai",
             model=self.model,
@@ -33,6 +37,8 @@ class EndpointPolicy:
             max_concurrency=self.max_concurrency,
             max_retries=self.max_retries,
             request_timeout=self.request_timeout,
+            batch=self.batch,
+            cache_dir=cache_dir,
         )
 
     def policy_info(self) -> PolicyInfo:

@@ -72,18 +72,26 @@ class OpenAIPolicyHandler(PolicyHandler):
         label: str | None = None,  # a pool member's name, for the progress lines
         reasoning=None,  # ReasoningTags: a leading trace goes to `reasoning`, apart from the answer
         environment=None,  # EnvironmentParams: multi-turn episodes, each turn one request
+        calls_dir: str | None = None,  # the call cache a batch pass filled (endpoint.batch): answers are read there
     ):
         super().__init__(
             cache or RolloutCache(None, "", "openai", sampling), total_prompts, label, environment, reasoning
         )
         self.endpoint = endpoint
         self.sampling = sampling
+        self.calls_dir = calls_dir
         self._warned = False  # said once that the server's reasoning_content is left out
 
     def load_model(self):
         from rewardmill.transforms.judges.openai_client import OpenAIJudgeClient
 
-        return OpenAIJudgeClient(self.endpoint.client_config())
+        client = OpenAIJudgeClient(self.endpoint.client_config())
+        if self.endpoint.batch is None or self.calls_dir is None:
+            return client
+        from rewardmill.transforms.judges.call_cache import CachedJudgeClient
+
+        # the batch pass (transforms/batch/samples.py) left its answers here; what it could not get goes online
+        return CachedJudgeClient(client, self.calls_dir)
 
     def _generate(self, client, prompts: list[dict[str, Any]]) -> list[list[Sample]]:
         sp = self.sampling

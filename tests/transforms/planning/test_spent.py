@@ -59,7 +59,7 @@ def test_sampling_spend_per_policy_price():
         {"prompt_id": "p", "messages": messages, "n_tokens": 5, "policy": {"name": "served"},
          "turns": [{"role": "assistant"}, {"role": "tool"}, {"role": "assistant"}]},
     ]  # fmt: skip
-    models = {"local": ("transformers", "models/policy"), "served": ("openai", "big")}
+    models = {"local": ("transformers", "models/policy", 1.0), "served": ("openai", "big", 1.0)}
     spend = rollouts_spend(rows, models, PRICES, TokenCounter(None))  # no tokenizer: ~4 characters a token
     assert spend["requests"] == 4 and spend["tokens_in"] == 3 * 11 and spend["tokens_out"] == 45
     assert spend["cost_usd"] == pytest.approx(round((22 * 0.5 + 40 * 1.0 + 11 * 2.0 + 5 * 8.0) / 1e6, 6))
