@@ -66,6 +66,18 @@ def budget_rejected(folders: list[str]) -> dict[str, int]:
     return found
 
 
+def warn_if_batched(params: dict) -> None:
+    """Rounds equal one run byte for byte only with batch-invariant local models (docs/targets.md): say so when the
+    rollouts sample in shared batches."""
+    rollouts = params.get("rollouts") or {}
+    if (rollouts.get("backend") or "transformers") == "transformers" and not rollouts.get("batch_invariant"):
+        log.warning(
+            "targets: rollouts.batch_invariant is off: the last round gives one run's texts, verdicts and pairs, but "
+            "logprob floats may differ from a single run's in their 6th digit (the batches differ); set it, and "
+            "batch_invariant on local judges, for byte-identical rounds (docs/targets.md)"
+        )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="rewardmill repro", description=__doc__.split("\n\n")[1])
     parser.add_argument("--record", default=".rewardmill/targets.json", help="the rounds' record (JSON)")
@@ -80,6 +92,7 @@ def main(argv: list[str] | None = None) -> int:
     if not targets.wanted:
         dvc("repro")
         return 0
+    warn_if_batched(params)
     sources = Sources.from_params(list(params["prompts"]["sources"]))
     fixed = [name for i, name in enumerate(sources.names) if i not in sources.base]
     log.info(

@@ -88,6 +88,10 @@ class RolloutsConfig:
     # and their raw logprobs in `turns`, so a trainer weighs exactly what was sampled without re-tokenizing a chat.
     # The rows are then ROLLOUT_V3; it is part of each rollout's id (other cache entries). transformers and vllm only.
     keep_tokens: bool = False
+    # transformers backend: sample each prompt in its own generate call, so its rollouts' floats (logprob_sum) do not
+    # depend on which prompts share its batch: what makes `rewardmill repro`'s rounds byte-identical to one run
+    # (docs/targets.md). Slower on CPU
+    batch_invariant: bool = False
 
     def __post_init__(self):
         if self.backend not in BACKENDS:
@@ -110,6 +114,13 @@ class RolloutsConfig:
                     "backend recorded: the recorded traces are the rollouts, so it is the run's only policy, with no "
                     "environment and no keep_tokens (nothing is sampled)"
                 )
+        if self.batch_invariant:
+            engines = {self.backend, *(s.backend for s in self.policies.values() if s.backend)}
+            if engines - {"transformers"}:
+                raise ValueError(
+                    f"batch_invariant: built for the transformers backend; {sorted(engines - {'transformers'})} "
+                    "batch as their engine or server decides (docs/targets.md)"
+                )
         for name, spec in self.policies.items():
             if spec.backend == "recorded":
                 raise ValueError(f"policies.{name}: backend recorded is a run's only policy (set rollouts.backend)")
@@ -120,7 +131,15 @@ class RolloutsConfig:
     def sampling(self) -> SamplingParams:
         episode = self.environment.episode(self.reasoning) if self.environment is not None else None
         return SamplingParams(
-            self.n, self.temperature, self.top_p, self.top_k, self.max_new_tokens, self.seed, episode, self.keep_tokens
+            self.n,
+            self.temperature,
+            self.top_p,
+            self.top_k,
+            self.max_new_tokens,
+            self.seed,
+            episode,
+            self.keep_tokens,
+            self.batch_invariant,
         )
 
     @property

@@ -125,6 +125,9 @@ class BackendConfig:
     # may ask for minutes, and retrying sooner only burns the retry budget)
     max_retry_after: float = 300.0
     batch_size: int = 8  # transformers: requests per generate call
+    # transformers: each request in its own generate call, so a judgment's floats (logprob scores) are a function of
+    # the request alone, not of its batch mates' padding (docs/targets.md); slower on CPU
+    batch_invariant: bool = False
     dtype: str = "float32"  # transformers, vllm: float32 keeps CPU judgments bit-reproducible
     # vllm: extra vllm.LLM(...) kwargs, e.g. {gpu_memory_utilization: 0.4}; left out of the hash (clients are keyed
     # by config), still compared
@@ -137,6 +140,8 @@ class BackendConfig:
     def __post_init__(self):
         if self.batch is not None and self.kind != "openai":
             raise ValueError(f"backend.batch needs kind openai (a provider's batch API), got kind {self.kind!r}")
+        if self.batch_invariant and self.kind != "transformers":
+            raise ValueError(f"backend.batch_invariant is built for kind transformers, got kind {self.kind!r}")
 
 
 class JudgeClient(Protocol):

@@ -2,8 +2,9 @@
 
 Requests are generated in batches of `config.batch_size` (left padding), sorted by prompt length. Temperature 0
 is greedy; otherwise each sample draws from its own generator seeded by (sampling.seed, request content, sample
-index), so a judgment is a function of the request alone, never of its batch mates: what the call cache and reruns
-rely on.
+index), so a judgment's tokens are a function of the request alone: what the call cache and reruns rely on. Its
+logprobs are not quite: the batch's padding and shape move them in the 5th significant digit (measured on CPU).
+`config.batch_invariant` generates each request alone, so they are exact functions of the request too.
 """
 
 import hashlib
@@ -42,7 +43,10 @@ class TransformersJudgeClient:
     def __init__(self, config: BackendConfig, device: str = "cpu"):
         self.config = config
         self.device = device
-        self.model_id = model_identity(config.model, config.dtype)
+        # batch-invariant judgments differ from batched ones in their last bits: another cache entry
+        self.model_id = model_identity(config.model, config.dtype) + (
+            "|batch-invariant" if config.batch_invariant else ""
+        )
         self._policy: LoadedPolicy | None = None
         self._usage = self._zero_usage()
 
@@ -87,7 +91,7 @@ class TransformersJudgeClient:
             s = request.sampling
             # One generate call shares max_new_tokens, temperature and top_p; seeds and n stay per request.
             groups.setdefault((s.temperature, s.top_p, s.max_tokens), []).append(_Prepared(i, request, text))
-        size = max(1, self.config.batch_size)
+        size = 1 if self.config.batch_invariant else max(1, self.config.batch_size)
         for group in groups.values():
             # Similar lengths share a batch: less left padding, which on CPU is most of a judge call's cost.
             group.sort(key=lambda item: (_n_tokens(policy.tokenizer, item.text), item.index))

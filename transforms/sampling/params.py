@@ -40,6 +40,10 @@ class SamplingParams:
     seed: int = 0
     episode: str | None = None  # an environment's identity and limits (canonical JSON); None: one turn
     keep_tokens: bool = False  # record each turn's prompt and completion token ids and per-token logprobs
+    # one generate call per prompt (its n samples), never shared with other prompts: a sample's floats (logprobs) are
+    # then a function of its prompt alone, not of its batch mates (transformers on CPU: the batch's padding and shape
+    # move them in the 5th digit). Costs throughput; docs/targets.md says when it matters
+    batch_invariant: bool = False
 
     def __post_init__(self):
         if self.n < 1:
@@ -59,8 +63,9 @@ class SamplingParams:
 
 
 # Left out of the identity while off, so turning on a newer option leaves every earlier rollout id and cache key as it
-# was: an episode (None), token capture (False: with it the samples carry token ids, another cache entry).
-OFF_BY_DEFAULT = ("episode", "keep_tokens")
+# was: an episode (None), token capture (False: with it the samples carry token ids, another cache entry), batch
+# invariance (False: with it a sample's floats differ in their last digits, another cache entry).
+OFF_BY_DEFAULT = ("episode", "keep_tokens", "batch_invariant")
 
 
 def _hash_int(*parts: object) -> int:

@@ -119,7 +119,25 @@ def sample_texts(
     policy: LoadedPolicy, texts: Sequence[str], seeds: Sequence[int], sp: SamplingParams, strip: bool = True
 ) -> list[Sample]:
     """One sample per formatted text, text i drawn with seeds[i] alone (`SeededSampler`), all in one `generate`
-    call; each Sample has index 0."""
+    call; each Sample has index 0. With `sp.batch_invariant`, one call per distinct text instead (its rows alone: the
+    same shapes whatever else is sampled, so the same bits)."""
+    if not sp.batch_invariant:
+        return _sample_together(policy, texts, seeds, sp, strip)
+    rows: dict[str, list[int]] = {}
+    for i, text in enumerate(texts):
+        rows.setdefault(text, []).append(i)
+    samples: list[Sample | None] = [None] * len(texts)
+    for text, where in rows.items():
+        drawn = _sample_together(policy, [text] * len(where), [seeds[i] for i in where], sp, strip)
+        for i, sample in zip(where, drawn, strict=True):
+            samples[i] = sample
+    return samples
+
+
+def _sample_together(
+    policy: LoadedPolicy, texts: Sequence[str], seeds: Sequence[int], sp: SamplingParams, strip: bool
+) -> list[Sample]:
+    """sample_texts in one `generate` call (left padding to the longest text)."""
     import torch
     from transformers import GenerationConfig, LogitsProcessorList
 

@@ -30,6 +30,7 @@ class ContinuationSampling:
     max_new_tokens: int = 64  # the rest of a solution; cut continuations usually miss the answer
     seed: int = 0
     batch_size: int = 8  # prefixes per generate call (each gives k sequences)
+    batch_invariant: bool = False  # one generate call per prefix (transformers): floats independent of batch mates
 
     def __post_init__(self):
         SamplingParams(1, self.temperature, self.top_p, self.top_k, self.max_new_tokens, self.seed)  # validates
@@ -37,7 +38,10 @@ class ContinuationSampling:
             raise ValueError(f"batch_size must be >= 1, got {self.batch_size!r}")
 
     def sampling(self, k: int) -> SamplingParams:
-        return SamplingParams(k, self.temperature, self.top_p, self.top_k, self.max_new_tokens, self.seed)
+        return SamplingParams(
+            k, self.temperature, self.top_p, self.top_k, self.max_new_tokens, self.seed,
+            batch_invariant=self.batch_invariant,
+        )  # fmt: skip
 
 
 @dataclass(frozen=True)

@@ -40,7 +40,13 @@ class StepsParams:
 
 
 def resolve(name: str, params: StepsParams) -> StepsConfig:
-    return from_dict(StepsConfig, params.config, f"steps.{name}.config")
+    config = from_dict(StepsConfig, params.config, f"steps.{name}.config")
+    if config.continuation.batch_invariant and params.backend != "transformers":
+        raise ConfigError(
+            f"params.yaml: steps.{name}.config.continuation.batch_invariant is built for backend transformers, not "
+            f"{params.backend} (vLLM batches as its engine decides)"
+        )
+    return config
 
 
 def select(

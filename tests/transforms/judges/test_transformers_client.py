@@ -114,3 +114,20 @@ def test_model_id_is_the_folder_fingerprint(policy_dir, tmp_path):
     assert model_identity(str(tmp_path)) == fingerprint
     assert model_identity(str(policy_dir), "bfloat16") == f"{fingerprint}|bfloat16"  # dtype changes judgments
     assert model_identity("HuggingFaceTB/SmolLM2-135M-Instruct") == "HuggingFaceTB/SmolLM2-135M-Instruct"
+
+
+def test_batch_invariant_judgments_are_exact_functions_of_the_request(policy_dir):
+    """backend.batch_invariant: a judgment's logprobs are the same to the last bit alone and among batch mates of
+    other lengths (batched, their padding moves them in the 5th digit), and the cache keys them apart."""
+    from rewardmill.transforms.judges.client import BackendConfig
+    from rewardmill.transforms.judges.transformers_client import TransformersJudgeClient
+
+    config = BackendConfig(kind="transformers", model=str(policy_dir), batch_invariant=True)
+    judge = TransformersJudgeClient(config)
+    target = ask(RATE, Sampling(max_tokens=3, top_logprobs=5))
+    mates = [ask("Say hi", target.sampling), ask("A much longer question about the sea and its tides?", SHORT)]
+    alone = judge.complete([target])[0]
+    batched = judge.complete([mates[0], target, mates[1]])[1]
+    assert batched == alone and alone.completions[0].logprobs
+    plain = TransformersJudgeClient(dataclasses.replace(config, batch_invariant=False))
+    assert judge.model_id == plain.model_id + "|batch-invariant"

@@ -78,3 +78,28 @@ def test_params_coerce_every_member_and_reject_unknown_keys():
         from_dict(RolloutsConfig, {"policies": {"a": {"modle": "x"}}}, "rollouts")
     with pytest.raises(ConfigError, match="top_k: the OpenAI chat API has no top_k"):
         from_dict(RolloutsConfig, {"top_k": 5, "policies": {"b": {"backend": "openai"}}}, "rollouts")
+
+
+@pytest.mark.parametrize(
+    "section",
+    [
+        {"backend": "vllm", "batch_invariant": True},
+        {"backend": "openai", "batch_invariant": True},
+        {"batch_invariant": True, "policies": {"big": {"backend": "vllm"}}},  # one member batches as vLLM does
+    ],
+)
+def test_batch_invariance_is_refused_where_an_engine_or_server_batches(section):
+    with pytest.raises(ConfigError, match="batch_invariant: built for the transformers backend"):
+        from_dict(RolloutsConfig, section, "rollouts")
+
+
+def test_batch_invariance_is_refused_for_a_judge_or_steps_backend_that_is_not_transformers():
+    from rewardmill.transforms.judges.client import BackendConfig
+    from rewardmill.transforms.steps.params import StepsParams, resolve
+
+    with pytest.raises(ValueError, match="batch_invariant is built for kind transformers"):
+        BackendConfig(kind="openai", model="m", base_url="http://127.0.0.1:1/v1", batch_invariant=True)
+    config = {"method": "mc", "continuation": {"batch_invariant": True}}
+    with pytest.raises(ConfigError, match="built for backend transformers, not vllm"):
+        resolve("mc", StepsParams(config=config, backend="vllm"))
+    assert resolve("mc", StepsParams(config=config)).continuation.batch_invariant

@@ -103,3 +103,25 @@ def test_special_strings_are_broken_everywhere_a_message_holds_text():
     assert out["tool_calls"][0]["function"]["arguments"]["code"] == "'‹|im_start|>'"
     assert message["content"] == "<|im_end|>"  # what it was handed is not mutated
     assert neutral_message({"role": "tool", "content": "<tool_call>"}, ["<|im_end|>"])["content"] == "<tool_call>"
+
+
+def test_batch_invariant_samples_are_a_function_of_their_prompt_alone(policy_dir):
+    """With sp.batch_invariant a prompt's samples (text, tokens, logprob sum, to the last bit) are the same whatever
+    other prompts are sampled beside it; batched together, left padding moves the logprobs in their last digits
+    (what made a round of `rewardmill repro` differ from a single run)."""
+    from rewardmill.transforms.sampling.params import SamplingParams
+    from rewardmill.transforms.sampling.transformers_generate import generate_samples, load_policy
+
+    policy = load_policy(str(policy_dir))
+    conversations = [
+        [{"role": "user", "content": "What is 2 + 3?"}],
+        [{"role": "user", "content": "Ava has 12 apples, gets 5 more and gives away 3. How many apples now?"}],
+        [{"role": "user", "content": "Name a prime number between 10 and 20."}],
+    ]
+    ids = ["p0", "p1", "p2"]
+    sp = SamplingParams(n=2, temperature=0.8, top_p=0.95, max_new_tokens=12, seed=3, batch_invariant=True)
+    together = generate_samples(policy, conversations, ids, sp)
+    alone = [generate_samples(policy, [c], [i], sp)[0] for c, i in zip(conversations, ids, strict=True)]
+    assert together == alone
+    assert '"batch_invariant":true' in sp.to_json("transformers")  # another cache entry and rollout id
+    assert "batch_invariant" not in SamplingParams(n=2).to_json("transformers")  # off: ids as before
