@@ -11,21 +11,14 @@ import pytest
 from rewardmill.schemas import ROLLOUT_V2
 from rewardmill.transforms.batch.local_server import Faults, LocalBatchServer
 from rewardmill.transforms.io.parquet import read_rows
-from tests.conftest import tiny_params
-from tests.pipelines.stage_data import make_prompts
+from tests.pipelines import test_rollouts_openai
 from tests.pipelines.test_rollouts_openai import N_PROMPTS, N, endpoint_params, run_stage
 from tests.transforms.batch.test_local_server import RUNNER, RUNNER_ENV
 
 pytestmark = [pytest.mark.model, pytest.mark.server]
 
 
-@pytest.fixture
-def prompts(tmp_path, params_file):
-    """test_rollouts_openai.py's N_PROMPTS arithmetic prompts."""
-    params = tiny_params()
-    params["prompts"]["sources"] = params["prompts"]["sources"][:1]
-    params["prompts"]["sources"][0].update(count=N_PROMPTS)
-    return make_prompts(tmp_path, params_file, params)
+prompts = test_rollouts_openai.prompts  # the same N_PROMPTS arithmetic prompts (a fixture)
 
 
 BATCH = {"poll_seconds": 0.5, "max_poll_seconds": 2.0}
