@@ -1,8 +1,9 @@
 """A judge label stage on the batch backend, against the local batch server (vLLM's real batch runner on the default
 model; tests/transforms/batch/test_local_server.py says why not the hosted service), with `vllm serve` of the same
 model behind the same base URL for online calls: the batch gives the online run's labels for every row (the judge's
-same words and verdicts; logprob-derived scores equal to 1e-9), and a stage killed (kill -9) while its batch is in
-flight, then rerun, sends no request twice. The server's request log is the evidence."""
+same words and verdicts; logprob-derived scores equal to 1e-9), and a stage killed (kill -9) after the server
+created its batch but before the stage heard the batch's id, then rerun, finds that batch by its token and sends no
+request twice. The server's request log is the evidence."""
 
 import json
 import os
@@ -67,6 +68,9 @@ def test_batch_labels_equal_online_and_a_killed_stage_sends_nothing_twice(
 
         params_file(params(server.url, policy_dir, batch=True))
         faults.hold_seconds = 20  # the batch waits before it runs: the stage is killed while it is in flight
+        # and the server answers `create batch` 15 s after creating it: the kill lands in the narrowest window, the
+        # batch exists and the stage never learnt its id (the ledger holds only its intent and token)
+        faults.create_reply_seconds = 15
         stage_log = (tmp_path / "stage.log").open("wb")
         stage = subprocess.Popen(
             [sys.executable, "-m", "rewardmill.pipelines.label", *argv(tmp_path, "batch")],
@@ -79,7 +83,10 @@ def test_batch_labels_equal_online_and_a_killed_stage_sends_nothing_twice(
         os.killpg(stage.pid, signal.SIGKILL)
         stage.wait()
         assert not (tmp_path / "batch").exists()  # nothing published by the killed run
-        assert list((tmp_path / "caches-batch" / "calls" / "batches").glob("*.json"))  # but its batch is recorded
+        (ledger,) = (tmp_path / "caches-batch" / "calls" / "batches").glob("*.json")  # its submission is recorded
+        (intent,) = json.loads(ledger.read_text())["batches"]
+        assert intent["id"] is None and intent["token"]  # as an intent: the id never came back
+        faults.create_reply_seconds = 0
 
         label.main(argv(tmp_path, "batch"))  # the rerun polls the recorded batch
         log = server.requests()

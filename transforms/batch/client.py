@@ -5,7 +5,8 @@ the keys the stage looks up, and a rerun knows which requests a recorded batch c
 
 1. adopts the batches of earlier runs (ledger.py) that last carried any of the requests, and polls them: a run
    killed while a batch was in flight collects it instead of submitting again;
-2. submits the rest, `max_requests` per batch, recording each batch before polling it;
+2. submits the rest, `max_requests` per batch, recording each submission before it is sent and its batch id once
+   the provider answers (ledger.py: a run killed between the two is recovered by the token in the batch's metadata);
 3. polls every open batch with a doubling wait (`poll_seconds` up to `max_poll_seconds`), logging its progress;
 4. reads the results back by custom_id; a request that failed or expired (or that an expired or cancelled batch
    never ran) is resubmitted in a new batch, at most `max_resubmits` times, and then comes back with its error.
@@ -31,6 +32,7 @@ from rewardmill.transforms.judges.openai_client import (
 
 log = logging.getLogger("rewardmill")
 MAX_STATE_ERRORS = 5  # consecutive failed status checks before a poll gives up
+TOKEN_KEY = "rewardmill_submission"  # the batch metadata key carrying a submission's ledger token
 
 
 class BatchPending(RuntimeError):
@@ -70,6 +72,7 @@ class BatchJudgeClient:
         todo = {k: r for k, r in zip(keys, requests, strict=True) if k is not None}
         answers: dict[str, JudgeResponse] = {}
         failed: dict[str, str] = {}
+        self._recover_intents()
         sent: dict[str, int] = {}  # custom id -> batches that carried it so far (earlier runs' included)
         for entry in self.ledger.entries():
             for custom_id in entry.ids:
@@ -102,11 +105,24 @@ class BatchJudgeClient:
         self._usage["batch_failures"] += sum(1 for k in todo if k not in answers)
         return out
 
+    def _recover_intents(self) -> None:
+        """Submissions an earlier run recorded but never saw answered: adopt the batch the provider holds under the
+        intent's token, or drop the intent when the provider created none (its requests are then submitted)."""
+        for intent in self.ledger.intents():
+            batch_id = self.provider.find(TOKEN_KEY, intent.token, intent.submitted_at)
+            if batch_id is None:
+                log.info("batch: an earlier run's submission never became a batch; its requests go again")
+                self.ledger.drop(intent)
+            else:
+                log.info("batch %s: found the batch an earlier run submitted but never recorded", batch_id)
+                self.ledger.confirm(intent, batch_id)
+
     def _submit(self, chunk: list[str], todo: dict[str, JudgeRequest], attempt: int) -> Entry:
         lines = [self.provider.line(k, chat_body(self.config.model, todo[k])) for k in chunk]
-        metadata = {"source": "rewardmill", "attempt": str(attempt)}
+        intent = self.ledger.intend(chunk, attempt)  # before the provider hears of it: a kill at any point is found
+        metadata = {"source": "rewardmill", "attempt": str(attempt), TOKEN_KEY: intent.token}
         batch_id = self.provider.submit(lines, self.batch.completion_window, metadata)
-        entry = self.ledger.add(batch_id, chunk, attempt)  # recorded before any wait: a kill now loses nothing
+        entry = self.ledger.confirm(intent, batch_id)  # recorded before any wait
         self._usage["batches"] += 1
         log.info("batch %s: submitted %d requests (attempt %d)", batch_id, len(chunk), attempt)
         return entry

@@ -25,6 +25,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.parse
 import urllib.request
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -40,12 +41,14 @@ EXPIRED = {
 @dataclass
 class Faults:
     """Cues a test gives the server (a hosted service cannot be told to fail): custom ids answered with an error
-    instead of their result the first time they run, and batch ordinals (1 = the first batch created) that expire
-    after running only the first half of their requests."""
+    instead of their result the first time they run, batch ordinals (1 = the first batch created) that expire
+    after running only the first half of their requests, and delays that hold a kill's window open."""
 
     fail_ids: set[str] = field(default_factory=set)
     expire_batches: set[int] = field(default_factory=set)
     hold_seconds: float = 0.0  # how long a batch stays `validating` before it runs (a kill mid-flight needs time)
+    create_reply_seconds: float = 0.0  # how long the answer to `create batch` waits after the batch exists (a kill
+    # between the provider creating a batch and the client recording its id)
 
 
 class LocalBatchServer:
@@ -121,6 +124,21 @@ class LocalBatchServer:
             self.batches[batch_id] = batch
         self.queue.put(batch_id)
         return dict(batch)
+
+    def list_batches(self, path: str) -> dict:
+        """GET /v1/batches: newest first, `limit` per page, the page after the id `after` (the API's cursor)."""
+        query = urllib.parse.parse_qs(urllib.parse.urlsplit(path).query)
+        limit = int(query.get("limit", ["20"])[0])
+        with self.lock:
+            newest_first = [dict(b) for b in reversed(self.batches.values())]
+        if after := query.get("after", [None])[0]:
+            ids = [b["id"] for b in newest_first]
+            newest_first = newest_first[ids.index(after) + 1 :] if after in ids else []
+        page = newest_first[:limit]
+        return {
+            "object": "list", "data": page, "has_more": len(newest_first) > limit,
+            "first_id": page[0]["id"] if page else None, "last_id": page[-1]["id"] if page else None,
+        }  # fmt: skip
 
     def _set(self, batch_id: str, **values) -> None:
         with self.lock:
@@ -238,6 +256,8 @@ def _handler(server: LocalBatchServer):
             parts = self.path.split("?")[0].strip("/").split("/")
             if parts == ["health"]:
                 return self._send(200, {"status": "ok"})
+            if parts == ["v1", "batches"]:
+                return self._send(200, server.list_batches(self.path))
             if parts[:2] == ["v1", "batches"] and len(parts) == 3 and parts[2] in server.batches:
                 with server.lock:
                     return self._send(200, dict(server.batches[parts[2]]))
@@ -257,7 +277,9 @@ def _handler(server: LocalBatchServer):
                     purpose = fields.get("purpose", (None, b"batch"))[1].decode()
                     return self._send(200, server.add_file(data, filename or "upload.jsonl", purpose))
                 if parts == ["v1", "batches"]:
-                    return self._send(200, server.create_batch(json.loads(body)))
+                    created = server.create_batch(json.loads(body))
+                    time.sleep(server.faults.create_reply_seconds)
+                    return self._send(200, created)
                 if parts[:2] == ["v1", "batches"] and len(parts) == 4 and parts[3] == "cancel":
                     server._set(parts[2], status="cancelled")
                     return self._send(200, dict(server.batches[parts[2]]))

@@ -1,6 +1,7 @@
 """The OpenAI Batch API through the `openai` SDK: a JSONL file of `{custom_id, method, url, body}` lines uploaded
 with purpose `batch`, a batch created on `/v1/chat/completions`, its state polled, and its output and error files
-(`{custom_id, response: {status_code, body}, error}` lines) read back. vLLM's batch runner (`vllm run-batch`) reads
+(`{custom_id, response: {status_code, body}, error}` lines) read back; `find` pages the batch list (newest first) for
+a metadata value. vLLM's batch runner (`vllm run-batch`) reads
 and writes the same lines, and local_server.py serves the same endpoints on top of it."""
 
 import json
@@ -12,6 +13,7 @@ ENDPOINT = "/v1/chat/completions"
 
 class OpenAIBatchProvider:
     name = "openai"
+    page_size = 100  # batches per list page (the API's most)
 
     def __init__(self, base_url: str, api_key: str, timeout: float):
         import openai
@@ -48,6 +50,15 @@ class OpenAIBatchProvider:
             {"total": counts.total, "completed": counts.completed, "failed": counts.failed} if counts else {},
             errors,
         )
+
+    def find(self, key: str, value: str, since: float) -> str | None:
+        # the list is newest first; a minute's slack for the provider's clock against ours
+        for batch in self._client.batches.list(limit=self.page_size):
+            if (batch.metadata or {}).get(key) == value:
+                return batch.id
+            if batch.created_at < since - 60:
+                return None
+        return None
 
     def results(self, state: BatchState) -> list[BatchResult]:
         out = []

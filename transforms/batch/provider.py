@@ -1,7 +1,8 @@
 """What a batch API must offer, and the plain values it exchanges.
 
 A provider turns a request body into its file's line format, submits a file of lines (upload, then create the
-batch), reports a batch's state, and reads a finished batch's results back by `custom_id` (output and error files
+batch), reports a batch's state, finds a batch by a metadata value (how a rerun recovers a batch whose creation a
+killed run never saw answered), and reads a finished batch's results back by `custom_id` (output and error files
 alike; their order is not guaranteed). Adding a provider (Anthropic's message batches, ...) is one file that
 implements `BatchProvider` (constructed with base_url, api_key, timeout), registered in PROVIDERS, or installed under
 the entry-point group `rewardmill.batch_providers` by another package.
@@ -60,6 +61,11 @@ class BatchProvider(Protocol):
 
     def state(self, batch_id: str) -> BatchState: ...
 
+    def find(self, key: str, value: str, since: float) -> str | None:
+        """The id of a batch created at or after `since` (unix seconds) whose metadata has `key` = `value`, else
+        None. A rerun asks it for the batch a killed run created but never recorded (ledger.py)."""
+        ...
+
     def results(self, state: BatchState) -> list[BatchResult]:
         """A terminal batch's results, from its output and error files (either may be missing)."""
         ...
@@ -74,7 +80,7 @@ class UnknownProvider(UserError, KeyError):
 
 def check_provider(cls, where: str):
     """`cls` if it has every BatchProvider method, else a clear error naming what it lacks."""
-    if lacking := [m for m in ("line", "submit", "state", "results") if not callable(getattr(cls, m, None))]:
+    if lacking := [m for m in ("line", "submit", "state", "find", "results") if not callable(getattr(cls, m, None))]:
         raise TypeError(f"{where}: a batch provider needs {lacking}")
     return cls
 

@@ -36,6 +36,7 @@ class ScriptedProvider:
         self.batches: dict[str, list[dict]] = {}
         self.checks: dict[str, int] = {}
         self.sent: list[str] = []
+        self.metadata: dict[str, dict] = {}
 
     def line(self, custom_id, body):
         return {"custom_id": custom_id, "body": body}
@@ -43,8 +44,12 @@ class ScriptedProvider:
     def submit(self, lines, window, metadata):
         batch_id = f"b{len(self.batches) + 1}"
         self.batches[batch_id] = lines
+        self.metadata[batch_id] = dict(metadata)
         self.sent += [line["custom_id"] for line in lines]
         return batch_id
+
+    def find(self, key, value, since):
+        return next((b for b, m in reversed(self.metadata.items()) if m.get(key) == value), None)
 
     def state(self, batch_id):
         if self.broken_checks:
@@ -200,3 +205,68 @@ def test_a_batch_the_provider_no_longer_knows_is_resubmitted(tmp_path):
     c = client(tmp_path / "cache", provider)
     assert [r.text for r in c.complete(asked)] == ["0 noitseuq", "1 noitseuq"]
     assert provider.sent == ids and c.usage()["batch_adopted"] == 1 and c.usage()["batch_resubmitted"] == 2
+
+
+class Killed(BaseException):
+    """The process dies here (kill -9 between two statements; BaseException, so no `except Exception` catches it)."""
+
+
+def test_a_run_killed_after_the_provider_created_its_batch_but_before_the_ledger_named_it_pays_once(tmp_path):
+    """The window between the provider's answer to `create batch` and the ledger's write: the batch exists and runs,
+    the killed run never learnt its id. The rerun must find it (by the submission token in its metadata) and poll it,
+    not submit the same requests again."""
+
+    class DiesAfterCreate(ScriptedProvider):
+        def submit(self, lines, window, metadata):
+            super().submit(lines, window, metadata)
+            raise Killed  # the batch is created; its id never comes back
+
+    asked = requests(3)
+    dying = DiesAfterCreate()
+    with pytest.raises(Killed):
+        client(tmp_path, dying).complete(asked)
+    survivor = ScriptedProvider()
+    survivor.batches, survivor.sent, survivor.metadata = dying.batches, dying.sent, dying.metadata
+    rerun = client(tmp_path, survivor)
+    assert [r.text for r in rerun.complete(asked)] == ["0 noitseuq", "1 noitseuq", "2 noitseuq"]
+    assert len(survivor.sent) == 3  # every request ran once
+    assert rerun.usage()["batches"] == 0 and rerun.usage()["batch_adopted"] == 1
+    (entry,) = Ledger(str(tmp_path), "http://127.0.0.1:1/v1|m").entries()
+    assert entry.id == "b1" and len(entry.ids) == 3
+
+
+def test_a_run_killed_before_its_batch_was_created_submits_on_the_rerun(tmp_path):
+    """The other side of the same window: killed after the ledger's intent and before the provider created anything
+    (an upload, or nothing, reached it). The rerun finds no batch with that token and submits the requests once."""
+
+    class DiesBeforeCreate(ScriptedProvider):
+        def submit(self, lines, window, metadata):
+            raise Killed
+
+    asked = requests(2)
+    with pytest.raises(Killed):
+        client(tmp_path, DiesBeforeCreate()).complete(asked)
+    provider = ScriptedProvider()
+    rerun = client(tmp_path, provider)
+    assert [r.text for r in rerun.complete(asked)] == ["0 noitseuq", "1 noitseuq"]
+    assert len(provider.sent) == 2 and rerun.usage()["batches"] == 1 and rerun.usage()["batch_adopted"] == 0
+    (entry,) = Ledger(str(tmp_path), "http://127.0.0.1:1/v1|m").entries()
+    assert entry.id == "b1"  # the never-created batch's intent is gone
+
+
+def test_find_pages_the_real_batch_list_for_a_metadata_value(tmp_path):
+    """`find` through the openai SDK against the local server's batch list (newest first, cursor pages of 2 here):
+    the batch carrying the token, none for a token no batch carries, and none when the batches are all older than
+    `since` (the search stops there instead of paging the whole history). Empty batch files: no model runs."""
+    import time
+
+    from rewardmill.transforms.batch.local_server import LocalBatchServer
+    from rewardmill.transforms.batch.openai_provider import OpenAIBatchProvider
+
+    with LocalBatchServer("unused-model", tmp_path / "work") as server:
+        provider = OpenAIBatchProvider(server.url, "EMPTY", 10.0)
+        provider.page_size = 2
+        ids = [provider.submit([], "24h", {"rewardmill_submission": f"t{i}"}) for i in range(5)]
+        assert [provider.find("rewardmill_submission", f"t{i}", time.time() - 5) for i in range(5)] == ids
+        assert provider.find("rewardmill_submission", "t9", time.time() - 5) is None
+        assert provider.find("rewardmill_submission", "t0", time.time() + 3600) is None
