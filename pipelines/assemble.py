@@ -260,16 +260,22 @@ def record_driver_facts(
 
 def record_spend(out: str, manifests: dict[str, dict], rollouts: str, labels: dict, steps: dict) -> None:
     """Add `spend` to each dataset config's manifest (transforms/planning/spent.py per_row): what its rows rest on,
-    per accepted row. pairs, rl and sft rest on the sampling and every label stage; prm on the sampling and the steps
-    stages."""
+    per accepted row. pairs, rl and sft rest on the sampling, every label stage and the rubric sets those grade
+    against (each set once, however many label stages read it: their manifests carry its spend); prm on the sampling
+    and the steps stages."""
 
-    def spend_of(directory: str) -> dict | None:  # None: a folder written outside its stage records none
-        if not storage.exists(storage.join(directory, MANIFEST)):
-            return None
-        return read_manifest(directory).get("spend")
+    def manifest_of(directory: str) -> dict | None:  # None: a folder written outside its stage has none
+        return read_manifest(directory) if storage.exists(storage.join(directory, MANIFEST)) else None
+
+    def spend_of(directory: str) -> dict | None:  # None: such a folder records no spend
+        return (manifest_of(directory) or {}).get("spend")
 
     sampled = {"rollouts": spend_of(rollouts)}
     labeled = sampled | {f"label@{n}": spend_of(d) for n, d in labels.items()}
+    for directory in labels.values():
+        label = manifest_of(directory) or {}
+        if label.get("rubric_set"):
+            labeled[f"rubrics@{label['rubric_set']}"] = label.get("rubric_set_spend")
     stepped = sampled | {f"steps@{n}": spend_of(d) for n, d in steps.items()}
     for name, manifest in manifests.items():
         if name == "_rewards":

@@ -52,7 +52,7 @@ from rewardmill.transforms.planning.stages import load_prices, plan_paths
 from rewardmill.transforms.rubrics.record import rules_record
 from rewardmill.transforms.stage.budget import StageBudget
 from rewardmill.transforms.stage.conservation import ConservationError, id_frame, labeled_or_rejected, reconcile
-from rewardmill.transforms.stage.outputs import count_rejects, count_rows, read_manifest, write_rejects
+from rewardmill.transforms.stage.outputs import MANIFEST, count_rejects, count_rows, read_manifest, write_rejects
 from rewardmill.transforms.stage.runner import (
     absolute_args,
     cache_arg,
@@ -258,14 +258,16 @@ def check_output(stage: str, name: str, params: LabelerParams, cls, config, tota
 
 
 def rubric_facts(folder: str | None) -> dict[str, Any]:
-    """The rubric set a labeler graded against, for its manifest: its name and rubric count, and for a learned rule
-    set (autorule) the kept rules with their measured agreement (the card's table)."""
+    """The rubric set a labeler graded against, for its manifest: its name and rubric count, what the set cost (its
+    stage's `spend`, which assemble counts once per dataset config), and for a learned rule set (autorule) the kept
+    rules with their measured agreement (the card's table)."""
     if folder is None:
         return {}
     rows = read_rows(folder, RUBRIC_V1)
     rules = [rules_record(r) for r in rows if r["prompt_id"] == ALL_PROMPTS]
     facts = {"rubric_set": str(folder).rstrip("/").rsplit("/", 1)[-1], "rubrics": len(rows)}
-    return facts | ({"rules": rules[0]} if rules else {})
+    spend = read_manifest(folder).get("spend") if storage.exists(storage.join(folder, MANIFEST)) else None
+    return facts | ({"rules": rules[0]} if rules else {}) | ({"rubric_set_spend": spend} if spend else {})
 
 
 def send_batches(

@@ -30,6 +30,7 @@ from rewardmill.schemas import PROMPT_V1
 from rewardmill.transforms.config import from_dict, load_section, params_hash, read_params
 from rewardmill.transforms.io import storage
 from rewardmill.transforms.io.parquet import read_rows
+from rewardmill.transforms.labelers.params import LabelerParams, rubric_set
 from rewardmill.transforms.planning.label_plan import plan_label_stage
 from rewardmill.transforms.planning.rollout_plan import plan_rollouts_stage
 from rewardmill.transforms.planning.rubrics_plan import plan_rubrics_stage
@@ -213,8 +214,13 @@ def whole_run(args, paths: Paths, prices: Prices) -> list:
         ratio = plan.prompts_ratio
     if built and prompts:
         growable = {raw["name"] for i, raw in enumerate(sources) if source_sizes(raw, f"prompts.sources[{i}]")}
-        parts.append(plan_row_costs(full, observe(paths.prompts, args.datasets, built), growable, ratio))
+        graded = frozenset(filter(None, (rubric_set(n, p) for n, p in labelers(params).items())))
+        parts.append(plan_row_costs(full, observe(paths.prompts, args.datasets, built), growable, ratio, graded))
     return parts
+
+
+def labelers(params: dict) -> dict[str, LabelerParams]:
+    return {name: load_section(LabelerParams, "labelers", key=name) for name in params.get("labelers") or {}}
 
 
 def without_caches(args, prices: Prices) -> tuple[dict[str, Spend], int]:

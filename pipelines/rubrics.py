@@ -5,7 +5,9 @@ pseudo-random sample). Each gets a rubric (criteria with weights and kinds, RUBR
 (transforms/rubrics/writer.py); never an empty rubric. A `rubric_judge` labeler with `rubrics: NAME` grades rollouts
 against them. Writer calls are greedy and cached by the writer's fingerprint (the judges' call cache under --cache's
 parent), the rank labeler's labels by the label stages' cache (--cache), so a killed stage resumes and writes the same
-bytes, and a rank labeler that already ran as a label stage costs nothing here.
+bytes, and a rank labeler that already ran as a label stage costs nothing here. The manifest's `spend` is what the
+rubrics rest on (transforms/planning/rubrics_plan.py rubrics_spend); each label stage graded by the set copies it,
+and assemble counts it once in each dataset config's cost per accepted row.
 """
 
 import argparse
@@ -17,6 +19,8 @@ import apache_beam as beam
 from rewardmill.schemas import PROMPT_V1, ROLLOUT_V2, RUBRIC_V1
 from rewardmill.transforms.config import load_section
 from rewardmill.transforms.io.parquet import ReadStageOutput, WriteSortedParquet, read_rows, stable_shard
+from rewardmill.transforms.planning.rubrics_plan import rubrics_spend
+from rewardmill.transforms.planning.stages import load_prices, plan_paths
 from rewardmill.transforms.rubrics.beam import NAMESPACE, REJECTED, WriteRubrics, with_rollouts
 from rewardmill.transforms.rubrics.params import RubricsParams
 from rewardmill.transforms.rubrics.selection import chosen_prompts
@@ -88,6 +92,7 @@ def metrics_record(done: Finished, manifest: dict) -> dict:
     return {
         **rubric_stats(done.tmp),
         "rejects": manifest["rejects"],
+        "spend": manifest["spend"],
         "this_run": counter_totals(done.result, NAMESPACE),
     }
 
@@ -111,12 +116,17 @@ def main(argv: list[str] | None = None) -> None:
     writer = RubricWriter(args.name, params, args.cache)
     rollouts = args.rollouts if params.needs_ranking else None
     inputs = {"prompts": args.prompts, **({"rollouts": rollouts} if rollouts else {})}
+
+    def spent() -> dict:  # what the rubrics rest on (transforms/planning/spent.py), once the run has cached them
+        paths = plan_paths(prompts=args.prompts, rollouts=args.rollouts, label_cache=args.cache)
+        return rubrics_spend(args.name, paths, load_prices())
+
     run_stage(
         stage,
         out,
         beam_cfg,
         lambda p, tmp: build(p, writer, args.prompts, rollouts, tmp, chosen),
-        ManifestSpec(RUBRIC_V1, params, inputs, extra={"chosen_prompts": len(chosen)}),
+        ManifestSpec(RUBRIC_V1, params, inputs, extra=lambda done: {"chosen_prompts": len(chosen), "spend": spent()}),
         check=lambda tmp, result: check_conservation(stage, tmp, len(chosen), params.mode == "autorule"),
         metrics=args.metrics,
         metrics_record=metrics_record,

@@ -343,12 +343,16 @@ def test_the_card_metrics_and_plan_give_the_cost_of_an_accepted_row_of_every_con
     metrics = json.loads((project / "metrics/validate.json").read_text())["spend"]
     pairs = json.loads((project / "data/datasets/pairs/_manifest.json").read_text())
     assert metrics["pairs"]["rows"] == pairs["rows"] and metrics["pairs"]["tokens_per_row"] > 0
-    assert set(pairs["spend"]["stages"]) == {"rollouts", *(f"label@{n}" for n in tiny_params()["labelers"])}
+    labelers = tiny_params()["labelers"]
+    graded = {f"rubrics@{e['config']['rubrics']}" for e in labelers.values() if e["config"].get("rubrics")}
+    assert graded and set(pairs["spend"]["stages"]) == {"rollouts", *(f"label@{n}" for n in labelers), *graded}
     planned = json.loads(run_json([str(BIN / "rewardmill"), "plan", "--json"], project))
     (per_row,) = [p for p in planned if p["stage"] == "per_accepted_row"]
     assert (
         per_row["configs"]["pairs"]["rows"] == pairs["rows"] and per_row["configs"]["pairs"]["per_row"]["tokens"] > 0
     )
+    assert set(per_row["configs"]["pairs"]["stages"]) <= set(pairs["spend"]["stages"])  # as assemble counts them
+    assert graded <= set(per_row["configs"]["pairs"]["stages"])
 
 
 def test_second_repro_is_a_noop_and_status_clean(project):

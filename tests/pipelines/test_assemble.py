@@ -298,3 +298,38 @@ def test_measured_weights_decide_whether_a_judge_ranks(
         assert manifest["params"]["aggregate"]["weights"] == {"panel": panel_weight}  # params as given
     if source == "measured":
         assert used["rows"] == 24 and used["kappa"] == (1.0 if panel_agrees else -1.0)
+
+
+def test_a_rubric_set_two_label_stages_grade_against_is_counted_once_per_config(tmp_path):
+    """record_spend reads the stages' manifests: the sampling, each label stage, and the rubric set a label stage's
+    manifest names (with the spend it copied from rubrics@NAME), once however many label stages read it; prm rests on
+    the sampling and the steps alone."""
+    from rewardmill.transforms.stage.outputs import write_json_atomic
+
+    def spend(requests: int, cost: float) -> dict:
+        return {"requests": requests, "tokens_in": 10 * requests, "tokens_out": requests, "cost_usd": cost}
+
+    def stage(rel: str, manifest: dict) -> str:
+        folder = tmp_path / rel
+        folder.mkdir(parents=True)
+        write_json_atomic(str(folder / "_manifest.json"), manifest)
+        return str(folder)
+
+    rubric = {"rubric_set": "ref", "rubric_set_spend": spend(4, 0.4)}
+    rollouts = stage("rollouts", {"spend": spend(8, 0.8)})
+    labels = {
+        "a": stage("labels/a", {"spend": spend(2, 0.2)} | rubric),
+        "b": stage("labels/b", {"spend": spend(3, 0.3)} | rubric),
+        "rule": stage("labels/rule", {"spend": spend(0, 0.0)}),
+    }
+    steps = {"mc": stage("steps/mc", {"spend": spend(5, 0.5)})}
+    out = tmp_path / "datasets"
+    manifests = {name: {"rows": 4} for name in ("pairs", "prm")}
+    for name in manifests:
+        (out / name).mkdir(parents=True)
+    assemble.record_spend(str(out), manifests, rollouts, labels, steps)
+    pairs = json.loads((out / "pairs/_manifest.json").read_text())["spend"]
+    assert set(pairs["stages"]) == {"rollouts", "label@a", "label@b", "label@rule", "rubrics@ref"}
+    assert pairs["total"]["requests"] == 8 + 2 + 3 + 0 + 4 and pairs["per_row"]["cost_usd"] == pytest.approx(1.7 / 4)
+    prm = json.loads((out / "prm/_manifest.json").read_text())["spend"]
+    assert set(prm["stages"]) == {"rollouts", "steps@mc"} and prm["total"]["requests"] == 13

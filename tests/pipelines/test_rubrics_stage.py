@@ -107,9 +107,18 @@ def test_every_prompt_gets_a_rubric_or_a_reason_and_a_rerun_is_cached(project):
     metrics = json.loads((project / "metrics/ref.json").read_text())
     assert metrics["rubrics"] == len(rubrics) and sum(metrics["rejects"].values()) == len(rejects)
     assert metrics["this_run"]["cache_misses"] > 0
+    # the manifest's spend is every writer call the run sent, at the tokens the model reported
+    sent = metrics["this_run"]
+    spend = json.loads((out / "_manifest.json").read_text())["spend"]
+    assert (spend["requests"], spend["tokens_in"], spend["tokens_out"]) == (
+        sent["requests"], sent["prompt_tokens"], sent["completion_tokens"]
+    ), (spend, sent)  # fmt: skip
+    assert spend["uncached_requests"] == spend["estimated_requests"] == 0 and metrics["spend"] == spend
     again = rewardmill(project, *stage_args("ref", "data/rubrics/ref-again"))
     assert shards(project / "data/rubrics/ref-again") == shards(out)
-    assert json.loads((project / "metrics/ref-again.json").read_text())["this_run"].get("cache_misses", 0) == 0
+    rerun = json.loads((project / "metrics/ref-again.json").read_text())
+    assert rerun["this_run"].get("cache_misses", 0) == 0
+    assert rerun["spend"] == spend  # what the rubrics rest on, not what this run sent
     assert "rubrics@ref: done" in again.stderr
 
 
@@ -197,6 +206,9 @@ def test_rubric_judge_grades_each_rollout_against_its_prompts_rubric(project):
                 assert [r["score"] for r in parts] == raw["criterion_scores"]
         else:
             assert raw["source"] == "none" and label["verdict"] == "abstain" and label["score"] is None and not parts
+    manifest = json.loads((project / "data/labels/rubric/_manifest.json").read_text())
+    rubric_manifest = json.loads((project / "data/rubrics/ref/_manifest.json").read_text())
+    assert manifest["rubric_set"] == "ref" and manifest["rubric_set_spend"] == rubric_manifest["spend"]  # for assemble
     missing = rewardmill(project, "label", "rubric", "--out", "data/labels/rubric2", check=False)
     assert missing.returncode == 2 and "--rubrics data/rubrics" in missing.stderr
 

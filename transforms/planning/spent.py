@@ -12,6 +12,8 @@ spend as the first run, so the manifest's bytes do not depend on the caches' sta
   failed, or was never needed): counted in `uncached`, not charged. An unseeded call is never cached: charged at the
   plan's estimate (outputs at their limit) and counted in `estimated`.
 - A steps stage: its plan without caches, an upper bound (every prefix continued, outputs at their limit).
+- A rubrics stage (rubrics_plan.rubrics_spend): the writer replayed as a label stage's labeler is; the label stages
+  graded by the set carry its spend, and assemble counts it once per dataset config.
 """
 
 from rewardmill.transforms.planning.spend import Prices, Spend, priced

@@ -152,10 +152,15 @@ class RowCosts:
 
 
 def plan_row_costs(
-    full: dict[str, Spend], obs: Observation, growable: set[str], prompts_ratio: float = 1.0
+    full: dict[str, Spend],
+    obs: Observation,
+    growable: set[str],
+    prompts_ratio: float = 1.0,
+    rubric_sets: frozenset[str] = frozenset(),
 ) -> RowCosts:
     """`full`: stage -> what it sends without caches for the prompts `obs` counts; `prompts_ratio`: the prompts at
-    the size planned over those now (the growable sources grown, the others as they are)."""
+    the size planned over those now (the growable sources grown, the others as they are); `rubric_sets`: the sets the
+    label stages grade against (pairs, rl and sft rest on them, as assemble counts them)."""
     ratio = 1.0
     now = sum(obs.prompts.values())
     growing = sum(n for (source, _), n in obs.prompts.items() if source in growable)
@@ -165,10 +170,11 @@ def plan_row_costs(
     for config in sorted(obs.rows):
         rows = expected_rows(obs, config, ratio, growable)
         kinds = ("rollouts", "steps@") if config == "prm" else ("rollouts", "label@")
+        read = set() if config == "prm" else {f"rubrics@{name}" for name in rubric_sets}
         spends = {
             stage: spend_record(scaled_spend(s, prompts_ratio), bound=stage.startswith("steps@"))
             for stage, s in full.items()
-            if stage.startswith(kinds)
+            if stage.startswith(kinds) or stage in read
         }
         configs[config] = per_row(spends, round(rows, 3))
     return RowCosts(configs, prompts_ratio)
