@@ -100,9 +100,11 @@ def test_batch_labels_equal_online_and_a_killed_stage_sends_nothing_twice(
     for b, o in zip(batch, online, strict=True):  # the same labels, row by row
         assert (b["verdict"], b["rationale"], b["aspect"]) == (o["verdict"], o["rationale"], o["aspect"])
         assert json.loads(b["raw"])["texts"] == json.loads(o["raw"])["texts"]  # the judge said the same words
-        # G-Eval's score is a sum over the answer token's probabilities: the engine's logprobs differ in their last
-        # bits with the batch's shape (a batch of 6 against online requests a few at a time), nothing more
-        assert b["score"] == pytest.approx(o["score"], abs=1e-9)
+        # G-Eval's score is a sum over the answer token's probabilities: the engine's float32 logprobs differ in
+        # their last bits with the batch's shape (a batch of 6 against online requests a few at a time, however the
+        # server's scheduler grouped them), nothing more. A float32 ulp near 0.66 is 6e-8; CI saw 2.2e-7 (4 ulps),
+        # so the bound is float32 resolution with room, not float64's (1e-9 passed only when the groupings matched)
+        assert b["score"] == pytest.approx(o["score"], abs=1e-6)
         assert b["confidence"] == pytest.approx(o["confidence"], abs=1e-6)
     metrics = json.loads((tmp_path / "batch.json").read_text())
     assert metrics["batch"]["rounds"] == 1 and metrics["batch"]["batch_adopted"] == 1
