@@ -61,6 +61,7 @@ from rewardmill.transforms.stage.outputs import (
     MANIFEST,
     REJECTS_DIR,
     atomic_output,
+    manifest_or_none,
     read_manifest,
     trajectory_count,
     write_json_atomic,
@@ -264,16 +265,13 @@ def record_spend(out: str, manifests: dict[str, dict], rollouts: str, labels: di
     against (each set once, however many label stages read it: their manifests carry its spend); prm on the sampling
     and the steps stages."""
 
-    def manifest_of(directory: str) -> dict | None:  # None: a folder written outside its stage has none
-        return read_manifest(directory) if storage.exists(storage.join(directory, MANIFEST)) else None
-
-    def spend_of(directory: str) -> dict | None:  # None: such a folder records no spend
-        return (manifest_of(directory) or {}).get("spend")
+    def spend_of(directory: str) -> dict | None:  # None: a folder written outside its stage records none
+        return (manifest_or_none(directory) or {}).get("spend")
 
     sampled = {"rollouts": spend_of(rollouts)}
-    labeled = sampled | {f"label@{n}": spend_of(d) for n, d in labels.items()}
-    for directory in labels.values():
-        label = manifest_of(directory) or {}
+    label_manifests = {n: manifest_or_none(d) or {} for n, d in labels.items()}
+    labeled = sampled | {f"label@{n}": m.get("spend") for n, m in label_manifests.items()}
+    for label in label_manifests.values():
         if label.get("rubric_set"):
             labeled[f"rubrics@{label['rubric_set']}"] = label.get("rubric_set_spend")
     stepped = sampled | {f"steps@{n}": spend_of(d) for n, d in steps.items()}

@@ -52,7 +52,13 @@ from rewardmill.transforms.planning.stages import load_prices, plan_paths
 from rewardmill.transforms.rubrics.record import rules_record
 from rewardmill.transforms.stage.budget import StageBudget
 from rewardmill.transforms.stage.conservation import ConservationError, id_frame, labeled_or_rejected, reconcile
-from rewardmill.transforms.stage.outputs import MANIFEST, count_rejects, count_rows, read_manifest, write_rejects
+from rewardmill.transforms.stage.outputs import (
+    count_rejects,
+    count_rows,
+    manifest_or_none,
+    read_manifest,
+    write_rejects,
+)
 from rewardmill.transforms.stage.runner import (
     absolute_args,
     cache_arg,
@@ -266,7 +272,7 @@ def rubric_facts(folder: str | None) -> dict[str, Any]:
     rows = read_rows(folder, RUBRIC_V1)
     rules = [rules_record(r) for r in rows if r["prompt_id"] == ALL_PROMPTS]
     facts = {"rubric_set": str(folder).rstrip("/").rsplit("/", 1)[-1], "rubrics": len(rows)}
-    spend = read_manifest(folder).get("spend") if storage.exists(storage.join(folder, MANIFEST)) else None
+    spend = (manifest_or_none(folder) or {}).get("spend")
     return facts | ({"rules": rules[0]} if rules else {}) | ({"rubric_set_spend": spend} if spend else {})
 
 

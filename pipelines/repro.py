@@ -23,7 +23,7 @@ from pathlib import Path
 from rewardmill.transforms.config import from_dict, params_path, read_params
 from rewardmill.transforms.errors import UserError
 from rewardmill.transforms.io import storage
-from rewardmill.transforms.stage.outputs import MANIFEST, read_manifest, write_json_atomic
+from rewardmill.transforms.stage.outputs import manifest_or_none, write_json_atomic
 from rewardmill.transforms.targets.driver import Sources, run_rounds
 from rewardmill.transforms.targets.params import TargetsConfig
 from rewardmill.transforms.targets.yields import observe
@@ -61,8 +61,8 @@ def budget_rejected(folders: list[str]) -> dict[str, int]:
     """{folder: rows rejected with reason `budget`} from each built folder's manifest."""
     found = {}
     for folder in folders:
-        if storage.exists(storage.join(folder, MANIFEST)):
-            found[folder] = int(read_manifest(folder).get("rejects", {}).get("budget", 0))
+        if (manifest := manifest_or_none(folder)) is not None:
+            found[folder] = int(manifest.get("rejects", {}).get("budget", 0))
     return found
 
 

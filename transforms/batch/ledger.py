@@ -73,10 +73,6 @@ class Ledger:
         """The intent's batch was never created: forget it, so its requests are submitted again."""
         self._write([e for e in self.all_entries() if not (e.token == intent.token and e.id is None)])
 
-    def add(self, batch_id: str, ids: list[str], attempt: int) -> Entry:
-        """Record a batch submitted outside the intent protocol (an earlier run's, in tests)."""
-        return self.confirm(self.intend(ids, attempt), batch_id)
-
     def latest(self, wanted: set[str]) -> list[Entry]:
         """The batches that last carried any of `wanted`, oldest first: each wanted id goes to its latest batch."""
         owner: dict[str, Entry] = {}

@@ -51,9 +51,9 @@ def spend_section(manifests: dict[str, dict[str, Any]]) -> str:
             "## Cost per accepted row",
             "",
             "What each config's rows rest on, divided by its rows: every sample, and every model call the labels "
-            "(pairs, rl, sft, with the rubric sets they grade against) or the step labels (prm) came from, cached or not, at params `prices` (a batch "
-            "backend's calls at its discount; models run locally at `prices.local`). Rejected work is included: "
-            "this is what an accepted row cost.",
+            "(pairs, rl, sft, with the rubric sets they grade against) or the step labels (prm) came from, cached "
+            "or not, at params `prices` (a batch backend's calls at its discount; models run locally at "
+            "`prices.local`). Rejected work is included: this is what an accepted row cost.",
             "",
             table(["config", "rows", "tokens per row", "USD per row", "requests", "USD in all"], totals),
             "",

@@ -7,14 +7,12 @@ round's calls come only after the writer's reply is read, so they are not counte
 `rubrics_spend` replays the same over a built stage for its manifest's `spend`.
 """
 
-from collections.abc import Callable
-
 from rewardmill.schemas import PROMPT_V1
 from rewardmill.transforms.config import load_section
 from rewardmill.transforms.io import storage
 from rewardmill.transforms.io.parquet import read_rows
 from rewardmill.transforms.planning.judge_calls import CallRecorder, SpendRecorder, counting_calls
-from rewardmill.transforms.planning.spend import Prices, Spend, StagePlan
+from rewardmill.transforms.planning.spend import Prices, StagePlan
 from rewardmill.transforms.planning.spent import spend_record
 from rewardmill.transforms.planning.stages import Paths, Rollouts, missing, on_disk
 from rewardmill.transforms.planning.tokens import TokenCounter
@@ -29,10 +27,9 @@ def plan_rubrics_stage(
     prices: Prices,
     seen: set[str] | None = None,
     rollouts: Rollouts | None = None,
-    recorder: Callable[[StagePlan], CallRecorder] | None = None,
+    recorder: CallRecorder | None = None,
 ) -> StagePlan:
-    """`recorder` makes the plan's call recorder (default: CallRecorder, the plan's; SpendRecorder: a built stage's
-    spend)."""
+    """`recorder`: where the calls go, into its own plan (default: priced into a new plan, as label_plan does)."""
     params = load_section(RubricsParams, "rubrics", key=name)
     stage = f"rubrics@{name}"
     if not storage.exists(paths.prompts):
@@ -47,8 +44,8 @@ def plan_rubrics_stage(
     for row in rollouts.rows if rollouts is not None else ():
         if row["prompt_id"] in wanted:
             by_prompt.setdefault(row["prompt_id"], []).append(row)
-    plan = StagePlan(stage, "prompts", rows=len(chosen))
-    calls = recorder(plan) if recorder is not None else CallRecorder(plan, prices, TokenCounter(paths.model), seen)
+    plan = recorder.plan if recorder is not None else StagePlan(stage, "prompts", rows=len(chosen))
+    calls = recorder or CallRecorder(plan, prices, TokenCounter(paths.model), seen)
     writer = RubricWriter(name, params, paths.label_cache)
     with counting_calls(calls):
         for prompt in prompts:
@@ -66,16 +63,10 @@ def rubrics_spend(name: str, paths: Paths, prices: Prices) -> dict:
     with every call the call cache holds charged once at the tokens the model reported, the refine round's included
     (its calls follow cached answers). The rank labeler's labels come from the label cache, so a judge ranking the
     rollouts is charged by its own label stage, when it is one, and not here."""
-    made: list[SpendRecorder] = []
-
-    def recorder(plan: StagePlan) -> SpendRecorder:
-        made.append(SpendRecorder(plan, prices, TokenCounter(paths.model)))
-        return made[0]
-
-    plan = plan_rubrics_stage(name, paths, prices, recorder=recorder)
-    if not made:  # nothing to replay (no prompts on disk): nothing was spent
-        return spend_record(Spend())
-    return spend_record(plan.send, made[0].estimated, made[0].uncached)
+    plan = StagePlan(f"rubrics@{name}", "prompts")
+    recorder = SpendRecorder(plan, prices, TokenCounter(paths.model))
+    plan_rubrics_stage(name, paths, prices, recorder=recorder)  # no prompts on disk: nothing charged
+    return spend_record(plan.send, recorder.estimated, recorder.uncached)
 
 
 def _id(row: dict) -> str:

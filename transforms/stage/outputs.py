@@ -149,6 +149,11 @@ def read_manifest(directory: str | Path) -> dict[str, Any]:
     return json.loads(storage.read_text(path))
 
 
+def manifest_or_none(directory: str | Path) -> dict[str, Any] | None:
+    """The folder's manifest, or None when it has none (a folder written outside its stage, or not built yet)."""
+    return read_manifest(directory) if storage.exists(storage.join(directory, MANIFEST)) else None
+
+
 def trajectory_count(rollouts_dir: str) -> int:
     """How many trajectories the rollouts hold, from their manifest's `episodes` (0: no environment ran, or a folder
     written outside the rollouts stage)."""

@@ -200,7 +200,8 @@ def test_a_batch_the_provider_no_longer_knows_is_resubmitted(tmp_path):
     provider = Forgetful()
     asked = requests(2)
     ids = [call_key("http://127.0.0.1:1/v1|m", r) for r in asked]
-    Ledger(str(tmp_path / "cache"), "http://127.0.0.1:1/v1|m").add("b1", ids, 0)  # an earlier run's, now gone
+    ledger = Ledger(str(tmp_path / "cache"), "http://127.0.0.1:1/v1|m")
+    ledger.confirm(ledger.intend(ids, 0), "b1")  # an earlier run's, now gone
     provider.batches["b1"] = []
     c = client(tmp_path / "cache", provider)
     assert [r.text for r in c.complete(asked)] == ["0 noitseuq", "1 noitseuq"]
